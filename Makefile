@@ -1,0 +1,56 @@
+# Two commands do all set-up on a fresh machine (Python 3.11 + Java 17):
+#   make demo   - run an example pipeline end to end through Airflow + spark-submit
+#   make test   - run the whole test suite
+# Both create .venv and install what they need, idempotently.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed
+PYSPARK_VERSION := $(shell sed -n 's/^pyspark==//p' requirements.txt)
+export PATH := $(BIN):$(PATH)
+export PYSPARK_PYTHON := $(BIN)/python
+export PYSPARK_DRIVER_PYTHON := $(BIN)/python
+BUILD := $(abspath build)
+export AIRFLOW_HOME ?= $(BUILD)/airflow_home
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW__CORE__DAGS_FOLDER ?= $(abspath dags)
+export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
+
+.PHONY: venv system-deps airflow-db test test-fast demo bench plan clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip wheel
+	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt
+	# pyspark-client (pulled by the Spark provider) shares pyspark/: make pyspark's files win.
+	$(BIN)/pip install -q --force-reinstall --no-deps pyspark==$(PYSPARK_VERSION)
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m airflow_flinkchain.versions
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian packages the browser test needs (CI runs as root).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+airflow-db: venv
+	mkdir -p $(AIRFLOW_HOME)
+	$(BIN)/airflow db migrate >$(BUILD)/airflow-db-migrate.log 2>&1 || { tail -50 $(BUILD)/airflow-db-migrate.log; exit 1; }
+
+test: venv system-deps airflow-db
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# Planner and rendering tests only: no Spark, no Airflow run.
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not spark and not airflow and not e2e and not browser" tests
+
+demo: venv airflow-db
+	$(BIN)/python -m airflow_flinkchain.demo
+
+bench: venv airflow-db
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf build .pytest_cache

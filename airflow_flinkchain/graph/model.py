@@ -1,0 +1,170 @@
+"""StreamGraph: Flink's StreamNode / StreamEdge as plain frozen data.
+
+No Airflow, no Spark. Virtual nodes of the authoring API (partitioning, side
+outputs, split/select, union) never appear here: as in Flink's StreamGraph
+they have become properties of edges (partitioner, output tag, selected
+names) or extra in-edges of the downstream node (union).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+
+class Partitioner(str, enum.Enum):
+    """Flink's StreamPartitioner kinds (what picks the channel of a record)."""
+
+    FORWARD = "FORWARD"
+    REBALANCE = "REBALANCE"
+    RESCALE = "RESCALE"
+    SHUFFLE = "SHUFFLE"
+    BROADCAST = "BROADCAST"
+    GLOBAL = "GLOBAL"
+    HASH = "HASH"
+    CUSTOM = "CUSTOM"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ChainingStrategy(str, enum.Enum):
+    """Flink's ChainingStrategy: HEAD = start_new_chain, NEVER = disable_chaining."""
+
+    ALWAYS = "ALWAYS"
+    HEAD = "HEAD"
+    NEVER = "NEVER"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class OperatorKind(str, enum.Enum):
+    SOURCE = "source"
+    MAP = "map"
+    FLAT_MAP = "flat_map"
+    FILTER = "filter"
+    PROCESS = "process"
+    KEYED_PROCESS = "keyed_process"
+    REDUCE = "reduce"
+    SINK = "sink"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+DEFAULT_SLOT_SHARING_GROUP = "default"
+DEFAULT_MAX_PARALLELISM = 128
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """How an edge picks channels. `key_selector` for HASH and CUSTOM,
+    `custom_partitioner(key, num_channels) -> int` for CUSTOM, `max_parallelism`
+    is the number of key groups for HASH (Flink's key-group assignment)."""
+
+    kind: Partitioner
+    key_selector: Optional[Callable[[Any], Any]] = field(default=None, compare=False)
+    custom_partitioner: Optional[Callable[[Any, int], int]] = field(default=None, compare=False)
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+
+
+@dataclass(frozen=True, eq=False)
+class StreamNode:
+    """One physical operator.
+
+    `key` is unique in the graph, stable and readable (the uid if set, else a
+    slug of the name, de-duplicated); ids of chains, edges and Airflow tasks
+    derive from it. `function` is the user function (or the source/sink
+    descriptor); `key_selector` is set on keyed operators (state is per key);
+    `output_selector` is set when the node's output was `split()` (its out-edges
+    then carry `selected_names`, routed by a DirectedOutput)."""
+
+    id: int
+    key: str
+    kind: OperatorKind
+    name: str
+    parallelism: int
+    uid: Optional[str] = None
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
+    slot_sharing_group: str = DEFAULT_SLOT_SHARING_GROUP
+    function: Any = None
+    key_selector: Optional[Callable[[Any], Any]] = None
+    output_selector: Any = None
+    output_type: Any = None
+    on_error: Optional[str] = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def is_source(self) -> bool:
+        return self.kind is OperatorKind.SOURCE
+
+    @property
+    def is_sink(self) -> bool:
+        return self.kind is OperatorKind.SINK
+
+
+@dataclass(frozen=True)
+class StreamEdge:
+    """A physical edge. `index` tells apart several edges between the same two
+    nodes (a stream unioned with itself); `type_number` is the input position at
+    the target (0 for one-input operators; all inputs of a union share it)."""
+
+    source_id: int
+    target_id: int
+    partitioner: PartitionSpec
+    output_tag: Optional[str] = None
+    selected_names: tuple[str, ...] = ()
+    type_number: int = 0
+    index: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class StreamGraph:
+    """Nodes in id order; edges in creation order, so that a node's out-edges
+    come in the order Flink's StreamGraph lists them."""
+
+    name: str
+    nodes: tuple[StreamNode, ...]
+    edges: tuple[StreamEdge, ...]
+    chaining_enabled: bool = True
+    object_reuse: bool = False
+    on_error: str = "fail"
+    _by_id: dict = field(init=False, repr=False, compare=False)
+    _out: dict = field(init=False, repr=False, compare=False)
+    _in: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_id = {n.id: n for n in self.nodes}
+        out: dict[int, list[StreamEdge]] = {n.id: [] for n in self.nodes}
+        inn: dict[int, list[StreamEdge]] = {n.id: [] for n in self.nodes}
+        for e in self.edges:
+            out[e.source_id].append(e)
+            inn[e.target_id].append(e)
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_out", {k: tuple(v) for k, v in out.items()})
+        object.__setattr__(self, "_in", {k: tuple(v) for k, v in inn.items()})
+
+    def node(self, node_id: int) -> StreamNode:
+        return self._by_id[node_id]
+
+    def out_edges(self, node_id: int) -> tuple[StreamEdge, ...]:
+        return self._out[node_id]
+
+    def in_edges(self, node_id: int) -> tuple[StreamEdge, ...]:
+        return self._in[node_id]
+
+    def node_by_key(self, key: str) -> StreamNode:
+        for n in self.nodes:
+            if n.key == key:
+                return n
+        raise KeyError(key)
+
+
+def edge_id(graph: StreamGraph, edge: StreamEdge) -> str:
+    """Stable, readable id of an edge, used for exchange directories:
+    `<source key>__<target key>` (plus `__<index>` for repeated edges)."""
+    base = f"{graph.node(edge.source_id).key}__{graph.node(edge.target_id).key}"
+    return base if edge.index == 0 else f"{base}__{edge.index}"

@@ -1,0 +1,139 @@
+"""JobGraph: chains (Flink's JobVertex + chained StreamConfigs) and the edges
+between them (JobEdge). Plain frozen data; `to_dict()` is the JSON form used
+by the CLI, the run store and the UI plugin (it holds no user functions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from airflow_flinkchain.graph.model import Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
+
+
+@dataclass(frozen=True)
+class ChainEdge:
+    """An edge leaving one chain and entering another (one exchange dataset per run)."""
+
+    id: str
+    source: str
+    target: str
+    source_operator: str
+    target_operator: str
+    partitioner: Partitioner
+    output_tag: Optional[str]
+    selected_names: tuple[str, ...]
+    stream_edge: StreamEdge = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "target": self.target,
+            "source_operator": self.source_operator,
+            "target_operator": self.target_operator,
+            "partitioner": self.partitioner.value,
+            "output_tag": self.output_tag,
+            "selected_names": list(self.selected_names),
+        }
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Operators fused into one task. `node_ids` / `operator_names`: head first,
+    depth-first through chained outputs (the order Flink walks them).
+    `out_edges` are ChainEdge ids in Flink's transitive-out-edge order."""
+
+    id: str
+    head_id: int
+    node_ids: tuple[int, ...]
+    name: str
+    operator_names: tuple[str, ...]
+    parallelism: int
+    slot_sharing_group: str
+    chained_edges: tuple[StreamEdge, ...] = field(repr=False)
+    in_edges: tuple[str, ...] = ()
+    out_edges: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class JobGraph:
+    pipeline: str
+    stream_graph: StreamGraph = field(repr=False)
+    chains: tuple[Chain, ...]
+    edges: tuple[ChainEdge, ...]
+    strategy: str = "flink"
+
+    def chain(self, chain_id: str) -> Chain:
+        for c in self.chains:
+            if c.id == chain_id:
+                return c
+        raise KeyError(f"no chain {chain_id!r} in pipeline {self.pipeline!r}")
+
+    def edge(self, edge_id_: str) -> ChainEdge:
+        for e in self.edges:
+            if e.id == edge_id_:
+                return e
+        raise KeyError(f"no edge {edge_id_!r} in pipeline {self.pipeline!r}")
+
+    def chain_of(self, node_id: int) -> Chain:
+        for c in self.chains:
+            if node_id in c.node_ids:
+                return c
+        raise KeyError(node_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description (no functions). Schema:
+        {"pipeline", "strategy", "object_reuse",
+         "chains": [{"id", "name", "parallelism", "slot_sharing_group",
+                     "in_edges", "out_edges",
+                     "operators": [{"id", "key", "name", "uid", "kind",
+                                    "parallelism", "chaining_strategy"}]}],
+         "edges": [{"id", "source", "target", "source_operator", "target_operator",
+                    "partitioner", "output_tag", "selected_names"}],
+         "chained_edges": [{"id", "chain", "source_operator", "target_operator",
+                            "output_tag", "selected_names"}]}"""
+        g = self.stream_graph
+        chained = []
+        for c in self.chains:
+            for e in c.chained_edges:
+                chained.append(
+                    {
+                        "id": edge_id(g, e),
+                        "chain": c.id,
+                        "source_operator": g.node(e.source_id).name,
+                        "target_operator": g.node(e.target_id).name,
+                        "output_tag": e.output_tag,
+                        "selected_names": list(e.selected_names),
+                    }
+                )
+        return {
+            "pipeline": self.pipeline,
+            "strategy": self.strategy,
+            "object_reuse": g.object_reuse,
+            "chains": [
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "parallelism": c.parallelism,
+                    "slot_sharing_group": c.slot_sharing_group,
+                    "in_edges": list(c.in_edges),
+                    "out_edges": list(c.out_edges),
+                    "operators": [_operator_dict(g.node(n)) for n in c.node_ids],
+                }
+                for c in self.chains
+            ],
+            "edges": [e.to_dict() for e in self.edges],
+            "chained_edges": chained,
+        }
+
+
+def _operator_dict(n: StreamNode) -> dict[str, Any]:
+    return {
+        "id": n.id,
+        "key": n.key,
+        "name": n.name,
+        "uid": n.uid,
+        "kind": n.kind.value,
+        "parallelism": n.parallelism,
+        "chaining_strategy": n.chaining_strategy.value,
+    }
