@@ -21,7 +21,7 @@ export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -U pip wheel
+	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt
 	# pyspark-client (pulled by the Spark provider) shares pyspark/: make pyspark's files win.
 	$(BIN)/pip install -q --force-reinstall --no-deps pyspark==$(PYSPARK_VERSION)
