@@ -1,0 +1,100 @@
+"""Versioned schema create/upgrade, run automatically on first connect.
+
+`flinkchain_schema_version` holds one row with the schema version. STEPS[i]
+upgrades version i to i+1, inside one transaction that also bumps the
+version, under a lock (PostgreSQL: transaction-level advisory lock; SQLite:
+BEGIN IMMEDIATE, the database write lock), so that many chain tasks starting
+at once upgrade exactly once. To change the schema: append a step (never
+edit a released one) and update schema.py to match."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import Callable, Iterator
+
+from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy.exc import DBAPIError
+
+from airflow_flinkchain.store import schema
+
+log = logging.getLogger(__name__)
+
+# Arbitrary constant identifying "the flinkchain store migration" among advisory locks.
+PG_ADVISORY_LOCK_KEY = 0x666C6B63  # "flkc"
+RETRIES = 5
+
+
+def _v1_initial(conn: Connection) -> None:
+    schema.metadata.create_all(conn, tables=schema.V1_TABLES)
+
+
+STEPS: list[Callable[[Connection], None]] = [_v1_initial]
+LATEST_VERSION = len(STEPS)
+
+
+class SchemaTooNewError(RuntimeError):
+    pass
+
+
+def upgrade(engine: Engine) -> int:
+    """Bring the store's schema to LATEST_VERSION; return the version found before."""
+    with engine.connect() as conn:
+        found = _read_version(conn)
+        conn.rollback()
+    _check_not_newer(found, engine)
+    if found == LATEST_VERSION:
+        return found
+    for attempt in range(1, RETRIES + 1):
+        try:
+            with _locked_transaction(engine) as conn:
+                version = _read_version(conn)
+                _check_not_newer(version, engine)
+                for step in range(version, LATEST_VERSION):
+                    log.info("flinkchain store: upgrading schema %d -> %d", step, step + 1)
+                    STEPS[step](conn)
+                    _write_version(conn, step + 1)
+                return version
+        except DBAPIError:
+            # Another process created the tables between our check and our lock on a
+            # backend without a migration lock; re-read and try again.
+            if attempt == RETRIES:
+                raise
+            time.sleep(0.2 * attempt)
+    return found
+
+
+def _check_not_newer(version: int, engine: Engine) -> None:
+    if version > LATEST_VERSION:
+        raise SchemaTooNewError(
+            f"the flinkchain store at {engine.url.render_as_string(hide_password=True)} has schema "
+            f"version {version}, newer than this airflow-flinkchain knows ({LATEST_VERSION}): "
+            "upgrade the airflow-flinkchain package"
+        )
+
+
+@contextlib.contextmanager
+def _locked_transaction(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as conn:
+        dialect = engine.dialect.name
+        if dialect == "sqlite":
+            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+        with conn.begin():
+            if dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_ADVISORY_LOCK_KEY})
+            schema.schema_version.create(conn, checkfirst=True)
+            yield conn
+
+
+def _read_version(conn: Connection) -> int:
+    if not inspect(conn).has_table(schema.schema_version.name):
+        return 0
+    return conn.scalar(select(schema.schema_version.c.version).where(schema.schema_version.c.id == 1)) or 0
+
+
+def _write_version(conn: Connection, version: int) -> None:
+    table = schema.schema_version
+    updated = conn.execute(table.update().where(table.c.id == 1).values(version=version)).rowcount
+    if not updated:
+        conn.execute(table.insert().values(id=1, version=version))

@@ -1,0 +1,197 @@
+"""Tables of the run store (SQLAlchemy Core). All names start with
+`flinkchain_` so the store can share a database with other tools.
+
+Keys: a pipeline is identified by its Airflow `dag_id`; a plan by
+(dag_id, plan_hash); a run by (dag_id, run_id), so concurrent runs of one DAG
+never collide; a chain attempt by (dag_id, run_id, chain_id, attempt)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+ID = 250  # dag_id / run_id / keys: Airflow allows 250 characters
+
+
+def _id(name: str, *args, **kw) -> Column:
+    return Column(name, String(ID), *args, **kw)
+
+
+schema_version = Table(
+    "flinkchain_schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True),  # always 1: a single row
+    Column("version", Integer, nullable=False),
+)
+
+pipelines = Table(
+    "flinkchain_pipelines",
+    metadata,
+    _id("dag_id", primary_key=True),
+    Column("pipeline", String(ID), nullable=False),
+    Column("current_plan_hash", String(64), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+)
+
+plans = Table(
+    "flinkchain_plans",
+    metadata,
+    _id("dag_id", ForeignKey("flinkchain_pipelines.dag_id", ondelete="CASCADE"), primary_key=True),
+    Column("plan_hash", String(64), primary_key=True),
+    Column("strategy", String(50), nullable=False),
+    Column("plan_json", Text, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)
+
+def _plan_fk() -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(
+        ["dag_id", "plan_hash"], ["flinkchain_plans.dag_id", "flinkchain_plans.plan_hash"], ondelete="CASCADE"
+    )
+
+plan_chains = Table(
+    "flinkchain_plan_chains",
+    metadata,
+    _id("dag_id", primary_key=True),
+    Column("plan_hash", String(64), primary_key=True),
+    _id("chain_id", primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("parallelism", Integer, nullable=False),
+    Column("slot_sharing_group", String(ID)),
+    _plan_fk(),
+)
+
+plan_operators = Table(
+    "flinkchain_plan_operators",
+    metadata,
+    _id("dag_id", primary_key=True),
+    Column("plan_hash", String(64), primary_key=True),
+    _id("key", primary_key=True),
+    _id("chain_id", nullable=False),
+    Column("position", Integer, nullable=False),  # order inside the chain, head = 0
+    Column("node_id", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    _id("uid"),
+    Column("kind", String(50), nullable=False),
+    Column("parallelism", Integer, nullable=False),
+    _plan_fk(),
+)
+
+plan_edges = Table(
+    "flinkchain_plan_edges",
+    metadata,
+    _id("dag_id", primary_key=True),
+    Column("plan_hash", String(64), primary_key=True),
+    _id("edge_id", primary_key=True),
+    Column("chained", Integer, nullable=False),  # 1: inside a chain, 0: between chains (an exchange)
+    _id("source_chain", nullable=False),
+    _id("target_chain", nullable=False),
+    Column("source_operator", Text, nullable=False),
+    Column("target_operator", Text, nullable=False),
+    Column("partitioner", String(50)),  # None for chained edges (always a direct call)
+    _id("output_tag"),
+    Column("selected_names", Text, nullable=False),  # JSON list
+    _plan_fk(),
+)
+
+runs = Table(
+    "flinkchain_runs",
+    metadata,
+    _id("dag_id", primary_key=True),
+    _id("run_id", primary_key=True),
+    Column("pipeline", String(ID)),
+    Column("plan_hash", String(64)),
+    Column("state", String(20), nullable=False),  # running | success | failed
+    Column("started_at", DateTime),
+    Column("ended_at", DateTime),
+)
+
+chain_attempts = Table(
+    "flinkchain_chain_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    _id("dag_id", nullable=False),
+    _id("run_id", nullable=False),
+    _id("chain_id", nullable=False),
+    _id("attempt", nullable=False),  # the runtime's attempt id (Airflow try number by default)
+    Column("try_number", Integer),
+    Column("state", String(20), nullable=False),  # success | failed
+    Column("spark_app_id", String(ID)),
+    Column("error", Text),
+    Column("started_at", DateTime),
+    Column("ended_at", DateTime),
+    Column("recorded_at", DateTime, nullable=False),
+    UniqueConstraint("dag_id", "run_id", "chain_id", "attempt", name="uq_flinkchain_attempt"),
+    ForeignKeyConstraint(
+        ["dag_id", "run_id"], ["flinkchain_runs.dag_id", "flinkchain_runs.run_id"], ondelete="CASCADE"
+    ),
+)
+
+def _attempt_pk() -> Column:
+    return Column(
+        "attempt_pk", Integer, ForeignKey("flinkchain_chain_attempts.id", ondelete="CASCADE"), primary_key=True
+    )
+
+operator_metrics = Table(
+    "flinkchain_operator_metrics",
+    metadata,
+    _attempt_pk(),
+    _id("key", primary_key=True),
+    Column("subtask", Integer, primary_key=True),
+    Column("node_id", Integer),
+    Column("name", Text),
+    Column("records_in", BigInteger, nullable=False, default=0),
+    Column("records_out", BigInteger, nullable=False, default=0),
+    Column("dead_lettered", BigInteger, nullable=False, default=0),
+    Column("skipped", BigInteger, nullable=False, default=0),
+    Column("filtered", BigInteger, nullable=False, default=0),
+    Column("time_ms", BigInteger, nullable=False, default=0),
+)
+
+side_output_metrics = Table(
+    "flinkchain_side_output_metrics",
+    metadata,
+    _attempt_pk(),
+    _id("key", primary_key=True),
+    Column("subtask", Integer, primary_key=True),
+    _id("tag", primary_key=True),
+    Column("records", BigInteger, nullable=False),
+)
+
+attempt_outputs = Table(
+    "flinkchain_attempt_outputs",
+    metadata,
+    _attempt_pk(),
+    Column("position", Integer, primary_key=True),
+    Column("kind", String(10), nullable=False),  # edge | sink
+    _id("name", nullable=False),  # the edge id or the sink's operator key
+    Column("path", Text),
+    Column("records", BigInteger),
+)
+
+V1_TABLES = [
+    pipelines,
+    plans,
+    plan_chains,
+    plan_operators,
+    plan_edges,
+    runs,
+    chain_attempts,
+    operator_metrics,
+    side_output_metrics,
+    attempt_outputs,
+]
