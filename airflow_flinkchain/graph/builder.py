@@ -1,0 +1,279 @@
+"""Transformations → StreamGraph, with Flink's StreamGraphGenerator rules.
+
+- An edge with no explicit partitioner is FORWARD when both ends have the
+  same parallelism, else REBALANCE; an explicit forward() across a
+  parallelism change is refused (StreamGraph.addEdgeInternal).
+- key_by gives HASH with the key selector and the *target's* max parallelism.
+- Slot sharing group: explicit, else the group shared by all physical
+  inputs, else "default" (StreamGraphGenerator.determineSlotSharingGroup).
+- Virtual transformations become edge properties; on a stack of virtual
+  partitionings the one applied last (nearest the consumer) wins, as in Flink.
+- Edges are created per downstream operator in creation order, so each
+  node's out-edges are ordered by the creation of their targets.
+
+Linear in the number of transformations and edges.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from airflow_flinkchain.graph.errors import PlanningError, PlanningWarning
+from airflow_flinkchain.graph.model import (
+    DEFAULT_SLOT_SHARING_GROUP,
+    OperatorKind,
+    PartitionSpec,
+    Partitioner,
+    StreamEdge,
+    StreamGraph,
+    StreamNode,
+)
+from airflow_flinkchain.graph.transformations import (
+    OperatorTransformation,
+    PartitionTransformation,
+    SelectTransformation,
+    SideOutputTransformation,
+    Transformation,
+    UnionTransformation,
+)
+
+MAX_MAX_PARALLELISM = 32768  # Flink's UPPER_BOUND_MAX_PARALLELISM
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class _Route:
+    """A resolved path from a physical upstream operator through virtual nodes."""
+
+    source: OperatorTransformation
+    partition: Optional[PartitionTransformation] = None
+    output_tag: Optional[str] = None
+    selected_names: tuple[str, ...] = ()
+
+
+def default_max_parallelism(parallelism: int) -> int:
+    """Flink's KeyGroupRangeAssignment.computeDefaultMaxParallelism:
+    1.5 × parallelism rounded up to a power of two, within [128, 32768]."""
+    wanted = parallelism + parallelism // 2
+    power = 1
+    while power < wanted:
+        power <<= 1
+    return min(max(power, 128), MAX_MAX_PARALLELISM)
+
+
+def slugify(text: str) -> str:
+    """`"Keyed Reduce"` → `"keyed_reduce"`: safe for task ids and paths."""
+    slug = _KEY_UNSAFE.sub("_", text.strip()).strip("_.-").lower()
+    return slug or "operator"
+
+
+def assign_keys(operators: Iterable[OperatorTransformation]) -> dict[int, str]:
+    """Unique readable keys: the uid when set (made path-safe), else the slug
+    of the name, de-duplicated with `_2`, `_3`, ... in creation order. uids
+    are reserved first so that adding an unnamed operator never renames an
+    operator with a uid."""
+    ops = list(operators)
+    keys: dict[int, str] = {}
+    used: dict[str, OperatorTransformation] = {}
+    for t in ops:
+        if t.uid is None:
+            continue
+        key = t.uid if not _KEY_UNSAFE.search(t.uid) else slugify(t.uid)
+        if key in used:
+            other = used[key]
+            raise PlanningError(
+                f"operators {other.name!r} and {t.name!r} have the same uid {t.uid!r}"
+                if other.uid == t.uid
+                else f"uids {other.uid!r} ({other.name!r}) and {t.uid!r} ({t.name!r}) map to the same key {key!r}",
+                operator=t.name,
+            ) from None
+        keys[t.id] = key
+        used[key] = t
+    next_suffix: dict[str, int] = {}
+    for t in ops:
+        if t.uid is not None:
+            continue
+        base = slugify(t.name)
+        key, n = base, next_suffix.get(base, 2)
+        while key in used:
+            key = f"{base}_{n}"
+            n += 1
+        next_suffix[base] = n
+        keys[t.id] = key
+        used[key] = t
+    return keys
+
+
+class _Resolver:
+    """Resolves any transformation into the physical routes feeding a consumer."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[_Route, ...]] = {}
+
+    def routes(self, t: Transformation) -> tuple[_Route, ...]:
+        cached = self._memo.get(t.id)
+        if cached is not None:
+            return cached
+        if isinstance(t, OperatorTransformation):
+            result: tuple[_Route, ...] = (_Route(t),)
+        elif isinstance(t, UnionTransformation):
+            result = tuple(r for i in t.inputs for r in self.routes(i))
+        else:
+            (inner,) = t.inputs
+            result = tuple(self._wrap(r, t) for r in self.routes(inner))
+        self._memo[t.id] = result
+        return result
+
+    @staticmethod
+    def _wrap(route: _Route, t: Transformation) -> _Route:
+        if isinstance(t, PartitionTransformation):
+            # Applied last = nearest the consumer: it wins (as in Flink).
+            return _Route(route.source, t, route.output_tag, route.selected_names)
+        if isinstance(t, SideOutputTransformation):
+            return _Route(route.source, route.partition, t.tag_id, route.selected_names)
+        if isinstance(t, SelectTransformation):
+            return _Route(route.source, route.partition, route.output_tag, t.names)
+        raise TypeError(f"unknown transformation {t!r}")  # pragma: no cover
+
+
+def build_stream_graph(
+    name: str,
+    transformations: Iterable[Transformation],
+    *,
+    default_parallelism: int = 1,
+    chaining_enabled: bool = True,
+    object_reuse: bool = False,
+    on_error: str = "fail",
+) -> StreamGraph:
+    """Translate recorded transformations (any order) into a StreamGraph."""
+    ordered = sorted(transformations, key=lambda t: t.id)
+    operators = [t for t in ordered if isinstance(t, OperatorTransformation)]
+    if not any(t.kind is OperatorKind.SINK for t in operators):
+        raise PlanningError(
+            f"pipeline {name!r} has no sink: nothing would be written. End each branch with "
+            "sink_to(sink) or collect(name)."
+        )
+    keys = assign_keys(operators)
+    resolver = _Resolver()
+    parallelism: dict[int, int] = {}
+    max_par: dict[int, int] = {}
+    group: dict[int, str] = {}
+    nodes: list[StreamNode] = []
+    edges: list[StreamEdge] = []
+    pair_count: dict[tuple[int, int], int] = {}
+
+    for t in operators:
+        p = 1 if t.non_parallel else (t.parallelism or default_parallelism)
+        mp = t.max_parallelism or default_max_parallelism(p)
+        if p > mp:
+            raise PlanningError(
+                f"operator {t.name!r}: parallelism {p} exceeds its max parallelism {mp}; "
+                "lower set_parallelism() or raise set_max_parallelism()",
+                operator=t.name,
+            )
+        parallelism[t.id], max_par[t.id] = p, mp
+        routes = [r for i in t.inputs for r in resolver.routes(i)]
+        group[t.id] = _slot_sharing_group(t, routes, group)
+        for route in routes:
+            edges.append(_edge(route, t, parallelism, mp, pair_count))
+        _check_selected_names(t, routes)
+        nodes.append(
+            StreamNode(
+                id=t.id,
+                key=keys[t.id],
+                kind=t.kind,
+                name=t.name,
+                parallelism=p,
+                uid=t.uid,
+                max_parallelism=mp,
+                chaining_strategy=t.chaining_strategy,
+                slot_sharing_group=group[t.id],
+                function=t.function,
+                key_selector=t.key_selector,
+                output_selector=t.output_selector,
+                output_type=t.output_type,
+                on_error=t.on_error,
+                settings=dict(t.settings),
+            )
+        )
+    return StreamGraph(
+        name=name,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        chaining_enabled=chaining_enabled,
+        object_reuse=object_reuse,
+        on_error=on_error,
+    )
+
+
+def _slot_sharing_group(t: OperatorTransformation, routes: list[_Route], group: dict[int, str]) -> str:
+    if t.slot_sharing_group is not None:
+        return t.slot_sharing_group
+    inherited: Optional[str] = None
+    for r in routes:
+        candidate = group[r.source.id]
+        if inherited is None:
+            inherited = candidate
+        elif inherited != candidate:
+            return DEFAULT_SLOT_SHARING_GROUP
+    return inherited or DEFAULT_SLOT_SHARING_GROUP
+
+
+def _edge(
+    route: _Route,
+    target: OperatorTransformation,
+    parallelism: dict[int, int],
+    target_max_parallelism: int,
+    pair_count: dict[tuple[int, int], int],
+) -> StreamEdge:
+    src = route.source
+    up, down = parallelism[src.id], parallelism[target.id]
+    part = route.partition
+    if part is None:
+        spec = PartitionSpec(Partitioner.FORWARD if up == down else Partitioner.REBALANCE)
+    else:
+        if part.partitioner is Partitioner.FORWARD and up != down:
+            raise PlanningError(
+                "Forward partitioning does not allow change of parallelism. "
+                f"Upstream operation: {src.name!r} parallelism: {up}, downstream operation: "
+                f"{target.name!r} parallelism: {down}. You must use another partitioning strategy, "
+                "such as broadcast, rebalance, shuffle or global (or give both the same parallelism).",
+                operator=target.name,
+            )
+        spec = PartitionSpec(
+            part.partitioner,
+            key_selector=part.key_selector,
+            custom_partitioner=part.custom_partitioner,
+            max_parallelism=target_max_parallelism,
+        )
+    pair = (src.id, target.id)
+    index = pair_count.get(pair, 0)
+    pair_count[pair] = index + 1
+    return StreamEdge(
+        source_id=src.id,
+        target_id=target.id,
+        partitioner=spec,
+        output_tag=route.output_tag,
+        selected_names=route.selected_names,
+        type_number=0,
+        index=index,
+    )
+
+
+def _check_selected_names(target: OperatorTransformation, routes: list[_Route]) -> None:
+    for r in routes:
+        declared = r.source.selector_names
+        if not r.selected_names or declared is None:
+            continue
+        unknown = [n for n in r.selected_names if n not in declared]
+        if unknown:
+            warnings.warn(
+                f"operator {target.name!r} selects {unknown} from the split of {r.source.name!r}, "
+                f"whose selector only returns {sorted(declared)}: it will receive nothing from them. "
+                "Fix the name in select() or the names declared in split(..., names=[...]).",
+                PlanningWarning,
+                stacklevel=4,
+            )
