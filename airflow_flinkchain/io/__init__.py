@@ -1,0 +1,18 @@
+"""Connectors: source and sink descriptors (plain data, importable at parse time)
+and their runtime parts (`io.files`, `io.sql`: imported only by the runtime)."""
+
+from airflow_flinkchain.io.sinks import CollectSink, CsvSink, FileSink, JsonLinesSink, ParquetSink, Sink, SqlSink
+from airflow_flinkchain.io.sources import (
+    CollectionSource,
+    CsvSource,
+    FileSource,
+    JsonLinesSource,
+    ParquetSource,
+    Source,
+    SqlSource,
+)
+
+__all__ = [
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "FileSink", "FileSource", "JsonLinesSink",
+    "JsonLinesSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
+]

@@ -1,11 +1,26 @@
 """Source descriptors: plain data recorded at parse time (no I/O, no Spark here).
 
-The runtime turns a descriptor into the subtask's input split (see runtime/)."""
+The runtime turns a descriptor into the subtask's input split (`io.readers`):
+* `CollectionSource(items)`: non-parallel; all items go to subtask 0. The items
+  travel inside the serialized plan (no collect through Spark).
+* `FileSource(path, format)` / `ParquetSource` / `CsvSource` / `JsonLinesSource`:
+  read with Spark's readers, repartitioned to the chain's parallelism and fed to
+  the chain as Arrow batches; each row becomes a dict record. `schema` (a
+  pyarrow schema or a dict name -> type string, as `output_type`) fixes the
+  column types; without it Parquet/JSON use the file's types and CSV infers them.
+* `SqlSource(query, url=... | conn_id=...)`: non-parallel; subtask 0 runs the
+  query with SQLAlchemy, one dict per row. `conn_id` is an Airflow connection,
+  resolved (importing Airflow) only when given.
+`path` may hold Airflow templates (`{{ ds }}`, `{{ run_id }}`), rendered at run
+time: by the Airflow task (passed as overrides) or by `execute()`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
+
+FILE_FORMATS = ("parquet", "csv", "json")
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,3 +41,57 @@ class CollectionSource(Source):
 
     def describe(self) -> str:
         return f"collection of {len(self.items)} records"
+
+
+@dataclass(frozen=True, eq=False)
+class FileSource(Source):
+    path: str
+    format: str = "parquet"
+    schema: Any = None
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.format not in FILE_FORMATS:
+            raise ValueError(f"file source {self.path!r}: format must be one of {FILE_FORMATS}, got {self.format!r}")
+        if not isinstance(self.path, str) or not self.path:
+            raise ValueError(f"file source needs a non-empty path string, got {self.path!r}")
+
+    def describe(self) -> str:
+        return f"{self.format} files at {self.path}"
+
+
+def ParquetSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+    return FileSource(path, "parquet", schema, options)
+
+
+def CsvSource(path: str, schema: Any = None, header: bool = True, **options: Any) -> FileSource:
+    return FileSource(path, "csv", schema, {"header": header, **options})
+
+
+def JsonLinesSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+    return FileSource(path, "json", schema, options)
+
+
+@dataclass(frozen=True, eq=False)
+class SqlSource(Source):
+    query: str
+    url: Optional[str] = None
+    conn_id: Optional[str] = None
+    params: dict = field(default_factory=dict)
+    parallel = False
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.conn_id is None):
+            raise ValueError(f"SqlSource({self.query!r}) needs exactly one of url= or conn_id=")
+
+    def describe(self) -> str:
+        return f"SQL query on {self.conn_id or _redact(self.url)}"
+
+
+def _redact(url: Optional[str]) -> str:
+    """A database URL without its password (descriptions end up in the UI)."""
+    if not url or "@" not in url or "://" not in url:
+        return str(url)
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"

@@ -1,0 +1,118 @@
+"""File connectors at run time: Spark readers for sources, pyarrow writers for sinks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import pyarrow as pa
+
+from airflow_flinkchain.runtime.exchange_fs import Location, part_name
+from airflow_flinkchain.runtime.exchange_types import parse_output_type, records_to_batch
+
+SINK_BATCH_ROWS = 65536
+EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json"}
+
+
+def read_source_dataframe(spark, source, path: str, parallelism: int, where: str):
+    """A DataFrame with exactly `parallelism` partitions over the source files."""
+    from pyspark.sql.types import StructType
+
+    loc = Location(path)
+    if loc.is_local and not loc.exists():
+        raise FileNotFoundError(f"{where}: source path {path!r} does not exist (rendered from {source.path!r})")
+    reader = spark.read.format(source.format)
+    options = dict(source.options)
+    schema = parse_output_type(source.schema, where)
+    if schema is not None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        reader = reader.schema(from_arrow_schema(schema))
+    elif source.format == "csv":
+        options.setdefault("inferSchema", True)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    df = reader.load(loc.uri if not loc.is_local else loc.path)
+    assert isinstance(df.schema, StructType)
+    return df.repartition(parallelism)
+
+
+class FileSinkWriter:
+    """One subtask's file of a file sink, written into the attempt's staging dir."""
+
+    def __init__(self, stage: Location, fmt: str, subtask: int, output_type: Any, label: str):
+        self.location = stage.join(part_name(subtask, EXTENSIONS[fmt]))
+        self.fmt = fmt
+        self.label = label
+        self.schema = parse_output_type(output_type, label)
+        self.buffer: list = []
+        self.count = 0
+        self._writer = None
+        self._stream = None
+
+    def write(self, value: Any, timestamp: Optional[int] = None) -> None:
+        self.buffer.append(value)
+        if len(self.buffer) >= SINK_BATCH_ROWS:
+            self.flush()
+
+    def _batch(self) -> pa.RecordBatch:
+        if self.schema is not None:
+            batch = records_to_batch(self.buffer, [None] * len(self.buffer), self.schema, self.label)
+            return batch.drop_columns(["_ts"])
+        bad = next((r for r in self.buffer if not isinstance(r, dict)), None)
+        if bad is not None:
+            raise TypeError(f"{self.label}: {self.fmt} sink records must be dicts (column -> value), got {bad!r}")
+        batch = pa.RecordBatch.from_pylist(self.buffer)
+        if self._writer is not None and batch.schema != self._writer_schema:
+            try:
+                batch = batch.select(self._writer_schema.names).cast(self._writer_schema)
+            except Exception as exc:
+                raise TypeError(f"{self.label}: records changed shape ({batch.schema} vs {self._writer_schema}); "
+                                "declare output_type on the sink") from exc
+        return batch
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        if self.fmt == "json":
+            self._out().write("".join(json.dumps(r, default=str) + "\n" for r in self.buffer).encode())
+        else:
+            batch = self._batch()
+            self._arrow_writer(batch.schema).write_batch(batch)
+        self.count += len(self.buffer)
+        self.buffer = []
+
+    def _out(self):
+        if self._stream is None:
+            self._stream = self.location.open_output()
+        return self._stream
+
+    def _arrow_writer(self, schema: pa.Schema):
+        if self._writer is None:
+            self._writer_schema = schema
+            if self.fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(self._out(), schema)
+            else:
+                import pyarrow.csv as pcsv
+
+                self._writer = pcsv.CSVWriter(self._out(), schema)
+        return self._writer
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is None and self.fmt != "json" and self.schema is not None:
+            self._arrow_writer(self.schema)  # typed sink: an empty file still carries the schema
+        if self._writer is not None:
+            self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
+
+    def abort(self) -> None:
+        for closable in (self._writer, self._stream):
+            try:
+                if closable is not None:
+                    closable.close()
+            except Exception:
+                pass

@@ -1,0 +1,153 @@
+"""Declared record types (`output_type=`) for exchange edges and file sinks.
+
+What `output_type` accepts:
+  * a `pyarrow.Schema`;
+  * a dict `{field name: type}` where a type is a pyarrow `DataType` or a string
+    pyarrow knows as an alias (`"int64"`, `"string"`, `"double"`, `"bool"`,
+    `"timestamp[us]"`, `"date32"`, `"binary"`, ...), optionally suffixed with
+    `" not null"`; fields are nullable by default.
+Records of a typed stream must be dicts with exactly these keys. A record that
+does not fit (missing/extra key, wrong type, overflow, float into an integer
+column, None into a non-null field) raises `RecordTypeError` naming the field
+and the operator: nothing is ever silently nulled, truncated or dropped.
+
+A typed exchange file holds the declared columns plus `_ts` (int64, nullable:
+the record's event timestamp), so plain Spark/Arrow readers can use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pyarrow as pa
+
+TS_COLUMN = "_ts"
+
+
+class RecordTypeError(ValueError):
+    """A record does not fit the declared output_type of an operator."""
+
+
+def parse_output_type(output_type: Any, where: str = "stream") -> Optional[pa.Schema]:
+    """None (pickled records) or the pyarrow schema `output_type` declares."""
+    if output_type is None:
+        return None
+    if isinstance(output_type, pa.Schema):
+        schema = output_type
+    elif isinstance(output_type, dict):
+        fields = []
+        for name, typ in output_type.items():
+            fields.append(_field(name, typ, where))
+        schema = pa.schema(fields)
+    else:
+        raise TypeError(
+            f"output_type of {where} must be a pyarrow.Schema or a dict of field name -> type "
+            f"(e.g. {{'id': 'int64', 'name': 'string'}}), got {type(output_type).__name__}"
+        )
+    if TS_COLUMN in schema.names:
+        raise ValueError(f"output_type of {where}: field name {TS_COLUMN!r} is reserved for event timestamps; rename it")
+    if len(set(schema.names)) != len(schema.names):
+        raise ValueError(f"output_type of {where} has duplicate field names: {schema.names}")
+    return schema
+
+
+def _field(name: str, typ: Any, where: str) -> pa.Field:
+    if isinstance(typ, pa.DataType):
+        return pa.field(name, typ)
+    if not isinstance(typ, str):
+        raise TypeError(f"output_type of {where}: type of field {name!r} must be a pyarrow type or a string, got {typ!r}")
+    text = typ.strip()
+    nullable = True
+    if text.lower().endswith(" not null"):
+        nullable, text = False, text[: -len(" not null")].strip()
+    aliases = {"str": "string", "int": "int64", "float": "double", "boolean": "bool", "bytes": "binary"}
+    try:
+        return pa.field(name, pa.type_for_alias(aliases.get(text, text)), nullable=nullable)
+    except ValueError:
+        raise ValueError(
+            f"output_type of {where}: field {name!r} has unknown type {typ!r}; use a pyarrow type alias "
+            "such as 'int64', 'double', 'string', 'bool', 'timestamp[us]', 'date32', 'binary'"
+        ) from None
+
+
+def with_ts(schema: pa.Schema) -> pa.Schema:
+    return schema.append(pa.field(TS_COLUMN, pa.int64()))
+
+
+def _column(values: list, field: pa.Field) -> pa.Array:
+    """Strict conversion of one column: integers never accept floats that would be
+    truncated nor strings/bools; everything else uses Arrow's checked conversion."""
+    typ = field.type
+    if pa.types.is_integer(typ):
+        inferred = pa.array(values)
+        if not (pa.types.is_integer(inferred.type) or pa.types.is_null(inferred.type) or pa.types.is_floating(inferred.type)):
+            raise pa.ArrowTypeError(f"expected integers, got {inferred.type}")
+        arr = inferred.cast(typ, safe=True)
+    else:
+        arr = pa.array(values, type=typ)
+    if not field.nullable and arr.null_count:
+        raise pa.ArrowInvalid("None in a field declared not null")
+    return arr
+
+
+def records_to_batch(records: list, ts: list, schema: pa.Schema, label: str) -> pa.RecordBatch:
+    """Arrow batch (declared columns + `_ts`) of dict records, or RecordTypeError."""
+    names = schema.names
+    keyset = set(names)
+    for rec in records:
+        if type(rec) is not dict or rec.keys() != keyset:
+            _raise_shape(rec, names, label)
+    try:
+        arrays = [_column([r[n] for r in records], f) for n, f in zip(names, schema)]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        _diagnose(records, schema, label)
+        raise
+    arrays.append(pa.array(ts, type=pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=with_ts(schema))
+
+
+def _raise_shape(rec: Any, names: list, label: str) -> None:
+    if not isinstance(rec, dict):
+        raise RecordTypeError(
+            f"{label}: output_type declares fields {names} but a record is a {type(rec).__name__}, "
+            f"not a dict: {_short(rec)}. Return dicts from the operator or drop output_type."
+        )
+    missing = [n for n in names if n not in rec]
+    extra = [k for k in rec if k not in set(names)]
+    what = []
+    if missing:
+        what.append(f"missing field(s) {missing}")
+    if extra:
+        what.append(f"undeclared field(s) {extra}")
+    raise RecordTypeError(f"{label}: record {_short(rec)} does not fit output_type: {', '.join(what)}. "
+                          "Add the fields to output_type or change the operator.")
+
+
+def _diagnose(records: list, schema: pa.Schema, label: str) -> None:
+    for rec in records:
+        for field in schema:
+            value = rec[field.name]
+            try:
+                _column([value], field)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+                raise RecordTypeError(
+                    f"{label}: field {field.name!r} expects {field.type}"
+                    f"{'' if field.nullable else ' not null'} but got {_short(value)} "
+                    f"({type(value).__name__}) in record {_short(rec)}: {exc}. "
+                    "Fix the operator or declare a wider type in output_type."
+                ) from None
+
+
+def batch_to_records(batch: pa.RecordBatch) -> tuple[list, list]:
+    """(records as dicts without `_ts`, timestamps)."""
+    ts = batch.column(TS_COLUMN).to_pylist() if TS_COLUMN in batch.schema.names else [None] * batch.num_rows
+    data = batch.drop_columns([TS_COLUMN]) if TS_COLUMN in batch.schema.names else batch
+    return data.to_pylist(), ts
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the real error
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "...)"

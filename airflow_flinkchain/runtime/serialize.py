@@ -1,0 +1,96 @@
+"""Serialized plans: a JobGraph with its user functions, loadable in a fresh process.
+
+Airflow imports DAG files under made-up module names (e.g.
+`unusual_prefix_<hash>_my_dag`) that no other process can import, and the
+`spark-submit` process (driver or executors, maybe on other machines) has no
+DAG folder on its path. So every module that is not part of an installed
+distribution or the standard library - the DAG file, helper modules next to
+it, test modules - is pickled *by value* (`cloudpickle.register_pickle_by_value`)
+while the plan is dumped: lambdas, closures, and classes and functions defined
+there travel inside the plan. Installed packages (this one included: on a
+cluster it travels as a py_files archive) are pickled by reference.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import cloudpickle
+
+_INSTALLED_ROOTS = tuple(
+    os.path.realpath(p)
+    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    if p
+)
+_PACKAGE_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _pickled_by_value(name: str, module: Any) -> bool:
+    if name == "__main__" or name.split(".")[0] in ("airflow_flinkchain", "cloudpickle", "pyspark", "py4j"):
+        return False  # __main__ is by value anyway; our package ships as code
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return False  # builtin, namespace or extension module
+    real = os.path.realpath(path)
+    if real.startswith(_INSTALLED_ROOTS) or real.startswith(_PACKAGE_ROOT + os.sep):
+        return False
+    return True
+
+
+def by_value_modules() -> list[str]:
+    """Names of the loaded modules that `dump_plan` pickles by value."""
+    return sorted(n for n, m in list(sys.modules.items()) if m is not None and _pickled_by_value(n, m))
+
+
+@contextmanager
+def _by_value() -> Iterator[None]:
+    registered = []
+    for name in by_value_modules():
+        module = sys.modules[name]
+        try:
+            cloudpickle.register_pickle_by_value(module)
+            registered.append(module)
+        except (ValueError, TypeError):
+            pass  # not registrable (e.g. a module object not in sys.modules under its own name)
+    try:
+        yield
+    finally:
+        for module in registered:
+            try:
+                cloudpickle.unregister_pickle_by_value(module)
+            except ValueError:
+                pass
+
+
+def dumps_plan(obj: Any) -> bytes:
+    """cloudpickle bytes of a plan (or anything holding user functions)."""
+    try:
+        with _by_value():
+            return cloudpickle.dumps(obj, protocol=5)
+    except Exception as exc:
+        raise TypeError(
+            f"the pipeline cannot be serialized ({type(exc).__name__}: {exc}); user functions and "
+            "their closures must be picklable: avoid capturing open connections, locks, Spark "
+            "sessions or generators; open such resources in the function's open() instead"
+        ) from exc
+
+
+def loads_plan(data: bytes) -> Any:
+    return cloudpickle.loads(data)
+
+
+def dump_plan(job_graph: Any, path: str) -> None:
+    """Write the plan to `path` (a local path or a pyarrow.fs URI), atomically."""
+    from airflow_flinkchain.runtime.exchange_fs import Location
+
+    Location(path).write_bytes(dumps_plan(job_graph))
+
+
+def load_plan(path: str) -> Any:
+    from airflow_flinkchain.runtime.exchange_fs import Location
+
+    return loads_plan(Location(path).read_bytes())
