@@ -1,0 +1,156 @@
+"""The pipeline-level setup and teardown tasks (Airflow `as_setup` / `as_teardown`).
+
+Setup: validate, create the run's exchange area, serialize the plan (user
+functions from the DAG file included), record the run, run `p.on_setup` hooks.
+Teardown (runs even when a chain failed): run `p.on_dispose` hooks, drop the
+run's exchange data, finalize the run record.
+
+Both are idempotent: a cleared task re-runs them. The setup never deletes
+exchange data (a single cleared chain still needs its upstream chains' output);
+the teardown drops it only when every chain succeeded, so a failed chain can be
+fixed and cleared without re-running the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import tempfile
+from typing import Any, Callable
+
+from airflow_flinkchain.airflow.compat import AirflowFailException, BaseOperator
+from airflow_flinkchain.airflow.run_context import PipelineRun, check_spark_connection, run_store, store_call
+from airflow_flinkchain.airflow.spec import PipelineSpec
+
+
+class _PipelineTask(BaseOperator):
+    ui_color = "#fdf1d6"
+    shallow_copy_attrs = ("pipeline", "pipeline_spec")
+
+    def __init__(self, *, pipeline: Any, pipeline_spec: PipelineSpec, area_suffix: str = "", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.pipeline = pipeline
+        self.pipeline_spec = pipeline_spec
+        self.area_suffix = area_suffix
+
+    def _run(self, context) -> PipelineRun:
+        return PipelineRun.from_context(context, self.pipeline_spec, self.area_suffix)
+
+    def _where(self) -> str:
+        return f"pipeline {self.pipeline_spec.pipeline!r}"
+
+
+class PipelineSetupOperator(_PipelineTask):
+    """Prepares one run of a pipeline (see module doc)."""
+
+    shallow_copy_attrs = ("pipeline", "pipeline_spec", "strategy")
+
+    def __init__(self, *, strategy: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.strategy = strategy  # the planner strategy the DAG was rendered with
+
+    def execute(self, context) -> dict:
+        from airflow_flinkchain.runtime.serialize import dump_plan
+
+        spec = self.pipeline_spec
+        job_graph = self.pipeline.plan(self.strategy)
+        planned = tuple(c.id for c in job_graph.chains)
+        if set(planned) != set(spec.chain_ids):
+            raise AirflowFailException(
+                f"{self._where()}: the plan's chains {sorted(planned)} differ from the DAG's tasks "
+                f"{sorted(spec.chain_ids)}; the DAG file changed between parsing and running: re-parse it "
+                "(airflow dags reserialize) and trigger a new run"
+            )
+        for conn_id in sorted({c.spark.conn_id or "spark_default" for c in spec.chains}):
+            check_spark_connection(conn_id, self._where())
+        run = self._run(context)
+        local_area = run.local(run.area)
+        if local_area is None:
+            raise AirflowFailException(
+                f"{self._where()}: exchange root {run.exchange_root!r} is not a local path; the setup task "
+                "writes the plan with plain file I/O, so mount the shared store at a local path "
+                "(exchange_root_shared=True) on the Airflow workers"
+            )
+        os.makedirs(local_area, exist_ok=True)
+        plan_file = run.local(run.plan_path)
+        os.makedirs(os.path.dirname(plan_file), exist_ok=True)
+        # Write then rename: a chain never reads a half-written plan, a re-run replaces it.
+        fd, tmp = tempfile.mkstemp(prefix=".plan.", dir=os.path.dirname(plan_file))
+        os.close(fd)
+        try:
+            dump_plan(job_graph, tmp)
+            os.replace(tmp, plan_file)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        store = run_store()
+        if store is not None:
+            store_call("start_run", store.start_run, run.dag_id, run.run_id,
+                       plan=job_graph.to_dict(), pipeline=spec.pipeline)
+        _run_hooks(self.pipeline.setup_hooks, context, "on_setup", self._where(), stop_on_error=True)
+        self.log.info("%s: run %s prepared in %s (%d chains)", self._where(), run.run_id, run.area, len(planned))
+        return {"pipeline": spec.pipeline, "run_id": run.run_id, "exchange_area": run.area,
+                "plan": run.plan_path, "chains": list(spec.chain_ids)}
+
+
+class PipelineTeardownOperator(_PipelineTask):
+    """Disposes one run of a pipeline (see module doc)."""
+
+    def __init__(self, *, keep_exchange: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.keep_exchange = keep_exchange
+
+    def execute(self, context) -> dict:
+        spec = self.pipeline_spec
+        run = self._run(context)
+        errors = _run_hooks(self.pipeline.dispose_hooks, context, "on_dispose", self._where(), stop_on_error=False)
+        succeeded = [c for c in spec.chain_ids if run.read_metrics(c) is not None
+                     and (run.read_metrics(c) or {}).get("state", "success") == "success"]
+        failed = [c for c in spec.chain_ids if c not in succeeded]
+        local_area = run.local(run.area)
+        dropped = False
+        if self.keep_exchange:
+            self.log.info("%s: keeping exchange data in %s (keep_exchange=True)", self._where(), run.area)
+        elif failed:
+            self.log.warning(
+                "%s: chains %s did not succeed; keeping %s so they can be cleared and re-run "
+                "(it is dropped by the teardown of that re-run once all chains succeed)",
+                self._where(), failed, run.area,
+            )
+        elif local_area is not None and os.path.exists(local_area):
+            shutil.rmtree(local_area, ignore_errors=True)
+            dropped = True
+            self.log.info("%s: dropped exchange data %s", self._where(), run.area)
+        store = run_store()
+        state = None
+        if store is not None:
+            state = store_call("finish_run", store.finish_run, run.dag_id, run.run_id,
+                               state="failed" if failed else "success")
+        if errors:
+            raise AirflowFailException(f"{self._where()}: on_dispose hook(s) failed: " + "; ".join(errors))
+        return {"pipeline": spec.pipeline, "run_id": run.run_id, "succeeded": succeeded, "failed": failed,
+                "exchange_dropped": dropped, "state": state or ("failed" if failed else "success")}
+
+
+def _run_hooks(hooks: list[Callable[..., Any]], context, kind: str, where: str, stop_on_error: bool) -> list[str]:
+    """Call user hooks with the Airflow context if they take an argument. Dispose
+    hooks all run even if one fails (like Flink's dispose); errors are returned."""
+    errors: list[str] = []
+    for fn in hooks:
+        name = getattr(fn, "__qualname__", repr(fn))
+        try:
+            fn(context) if _takes_argument(fn) else fn()
+        except Exception as exc:
+            if stop_on_error:
+                raise AirflowFailException(f"{where}: {kind} hook {name} failed: {type(exc).__name__}: {exc}") from exc
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+def _takes_argument(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)

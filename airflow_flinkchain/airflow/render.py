@@ -1,0 +1,159 @@
+"""render_pipeline: a StreamPipeline becomes Airflow tasks.
+
+    with DAG("orders", ...) as dag:
+        p = StreamPipeline("orders", parallelism=2, conn_id="spark_default")
+        ...
+        p.to_airflow()            # == render_pipeline(p)
+
+Inside a TaskGroup named after the pipeline: `pipeline_setup` (as_setup) >>
+one ChainSubmitOperator per chain, wired like the chain edges >>
+`pipeline_teardown` (as_teardown of the setup, so it runs even when a chain
+failed). The plan -> specs step is `spec.pipeline_spec` (pure data); this module
+only instantiates operators. Parse time: no I/O, no Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from airflow_flinkchain.airflow.compat import TaskGroup, current_dag
+from airflow_flinkchain.airflow.lifecycle import PipelineSetupOperator, PipelineTeardownOperator
+from airflow_flinkchain.airflow.operators import ChainSubmitOperator
+from airflow_flinkchain.airflow.spark_settings import SparkSettings
+from airflow_flinkchain.airflow.spec import LIFECYCLE_KEYS, PipelineSpec, pipeline_spec
+
+#: Attribute on the DAG listing the pipelines rendered into it (exchange areas must not collide).
+_DAG_PIPELINES_ATTR = "_flinkchain_pipelines"
+
+
+@dataclass
+class PipelineTasks:
+    """What render_pipeline created. `group` can be used in dependencies:
+    `extract >> tasks.group >> report`."""
+
+    spec: PipelineSpec
+    group: Any
+    setup: Any
+    teardown: Any
+    chains: dict[str, Any] = field(default_factory=dict)
+
+    def __rshift__(self, other):
+        return self.group >> other
+
+    def __lshift__(self, other):
+        return self.group << other
+
+    def __rrshift__(self, other):
+        return other >> self.group
+
+    def __rlshift__(self, other):
+        return other << self.group
+
+
+def render_pipeline(
+    pipeline: Any,
+    dag: Any = None,
+    group_id: Optional[str] = None,
+    strategy: Any = None,
+    **overrides: Any,
+) -> PipelineTasks:
+    """Add the pipeline's tasks to `dag` (default: the enclosing `with DAG(...)`).
+
+    `overrides`: pipeline settings (conn_id, spark_conf, driver_memory, ...,
+    exchange_root, keep_exchange) override the pipeline's; anything else
+    (retries, pool, execution_timeout, ...) is passed to every task.
+    `strategy`: the planner's chaining strategy ("flink" default, "none")."""
+    dag = dag or current_dag()
+    if dag is None:
+        raise ValueError(
+            f"pipeline {pipeline.name!r}: to_airflow() needs a DAG: call it inside `with DAG(...):` or pass dag="
+        )
+    setting_keys = set(SparkSettings.keys()) | set(LIFECYCLE_KEYS)
+    settings = {**pipeline.settings, **{k: v for k, v in overrides.items() if k in setting_keys}}
+    task_kwargs = {k: v for k, v in overrides.items() if k not in setting_keys}
+    job_graph = pipeline.plan(strategy)
+    spec = pipeline_spec(job_graph, settings, group_id=group_id)
+
+    # Two pipelines in one DAG get separate exchange areas (edge ids may coincide).
+    rendered = getattr(dag, _DAG_PIPELINES_ATTR, None)
+    if rendered is None:
+        rendered = []
+        object.__setattr__(dag, _DAG_PIPELINES_ATTR, rendered)
+    area_suffix = "" if not rendered else f"__{spec.group_id or len(rendered)}"
+    rendered.append(spec.pipeline)
+
+    common = {"pipeline_spec": spec, "area_suffix": area_suffix, **task_kwargs}
+    group = TaskGroup(
+        group_id=spec.group_id,
+        dag=dag,
+        tooltip=f"flinkchain pipeline {spec.pipeline!r}: {len(spec.chains)} chain(s)",
+    ) if spec.group_id else None
+    with group if group is not None else _nullcontext():
+        setup = PipelineSetupOperator(
+            task_id=spec.setup_task_id,
+            task_display_name=f"setup {spec.pipeline}",
+            doc_md=_lifecycle_doc(spec, "setup"),
+            pipeline=pipeline,
+            strategy=strategy,
+            dag=dag,
+            **common,
+        )
+        chains: dict[str, Any] = {}
+        for c in spec.chains:
+            op = ChainSubmitOperator(
+                task_id=c.task_id,
+                task_display_name=c.display_name,
+                doc_md=c.doc_md,
+                chain_spec=c,
+                dag=dag,
+                **common,
+            )
+            chains[c.chain_id] = op
+            upstream = [chains[_chain_of(spec, t)] for t in c.upstream_task_ids]
+            for u in upstream or [setup]:
+                u >> op
+        teardown = PipelineTeardownOperator(
+            task_id=spec.teardown_task_id,
+            task_display_name=f"teardown {spec.pipeline}",
+            doc_md=_lifecycle_doc(spec, "teardown"),
+            pipeline=pipeline,
+            keep_exchange=spec.keep_exchange,
+            dag=dag,
+            **common,
+        )
+        sinks = [op for cid, op in chains.items() if not spec.chain(cid).out_edges]
+        for op in sinks:
+            op >> teardown
+        teardown.as_teardown(setups=setup)
+    return PipelineTasks(spec=spec, group=group, setup=setup, teardown=teardown, chains=chains)
+
+
+def _chain_of(spec: PipelineSpec, task_id: str) -> str:
+    for c in spec.chains:
+        if c.task_id == task_id:
+            return c.chain_id
+    raise KeyError(task_id)
+
+
+def _lifecycle_doc(spec: PipelineSpec, which: str) -> str:
+    chains = ", ".join(f"`{c.chain_id}`" for c in spec.chains)
+    if which == "setup":
+        return (
+            f"### Setup of pipeline `{spec.pipeline}`\n\nCreates the run's exchange area, serializes the "
+            f"plan ({len(spec.chains)} chains: {chains}) with the DAG file's user functions, records the run "
+            "in the flinkchain run store and runs the pipeline's `on_setup` hooks."
+        )
+    keep = "kept (keep_exchange=True)" if spec.keep_exchange else "dropped once every chain succeeded"
+    return (
+        f"### Teardown of pipeline `{spec.pipeline}`\n\nRuns even when a chain failed: calls the pipeline's "
+        f"`on_dispose` hooks, finalizes the run record; the run's exchange data is {keep}."
+    )
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

@@ -1,0 +1,103 @@
+"""What every task of a pipeline run agrees on: the run's key, exchange area,
+plan file, and the run store. Computed from the Airflow context at run time
+(never at parse time), identically in the setup, chain and teardown tasks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from airflow_flinkchain.airflow import paths
+from airflow_flinkchain.airflow.spec import PipelineSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    dag_id: str
+    run_id: str          # Airflow's run id (the run store's key)
+    run_key: str         # path-safe run id (exchange paths, the runtime's --run-id)
+    exchange_root: str
+    area: str
+    try_number: int
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any], spec: PipelineSpec, area_suffix: str = "") -> "PipelineRun":
+        ti = context.get("ti") or context.get("task_instance")
+        dag_id = getattr(ti, "dag_id", None) or context["dag"].dag_id
+        run_id = context.get("run_id") or getattr(ti, "run_id")
+        key = paths.run_key(run_id) + area_suffix
+        root = spec.exchange_root or paths.default_exchange_root()
+        return cls(
+            dag_id=dag_id,
+            run_id=run_id,
+            run_key=key,
+            exchange_root=root,
+            area=paths.run_area(root, dag_id, key),
+            try_number=int(getattr(ti, "try_number", None) or 1),
+        )
+
+    @property
+    def plan_path(self) -> str:
+        return paths.plan_path(self.area)
+
+    def metrics_path(self, chain_id: str) -> str:
+        return paths.metrics_path(self.area, chain_id)
+
+    def edge_path(self, edge_id: str) -> str:
+        return paths.join(self.area, edge_id)
+
+    def local(self, path: str) -> Optional[str]:
+        return paths.local_path(path)
+
+    def read_metrics(self, chain_id: str) -> Optional[dict]:
+        local = self.local(self.metrics_path(chain_id))
+        if local is None or not os.path.exists(local):
+            return None
+        with open(local, encoding="utf-8") as fh:
+            return json.load(fh)
+
+
+def run_store():
+    """The run store, or None when it cannot be opened (a broken store must not
+    fail a data pipeline: metrics are also in XCom and the task log)."""
+    try:
+        from airflow_flinkchain.store import RunStore
+
+        return RunStore()
+    except Exception as exc:  # pragma: no cover - depends on deployment
+        log.warning("flinkchain run store unavailable (%s: %s); metrics go to XCom only", type(exc).__name__, exc)
+        return None
+
+
+def store_call(what: str, fn, *args, **kwargs) -> Any:
+    """Call a run-store method; log and continue on failure (see run_store())."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        log.warning("flinkchain run store: %s failed (%s: %s)", what, type(exc).__name__, exc)
+        return None
+
+
+def check_spark_connection(conn_id: str, where: str) -> None:
+    """The provider silently falls back to `--master yarn` when the connection is
+    missing; fail early instead, naming the task and what to do."""
+    from airflow_flinkchain.airflow.compat import AirflowFailException
+
+    try:
+        from airflow.sdk import BaseHook
+    except ImportError:  # pragma: no cover - Airflow 2
+        from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+    try:
+        BaseHook.get_connection(conn_id)
+    except Exception as exc:
+        raise AirflowFailException(
+            f"{where}: Spark connection {conn_id!r} is not defined ({type(exc).__name__}). Create it "
+            f"in Admin > Connections (type Spark, host e.g. local[2], spark://host:7077, yarn, "
+            f"k8s://https://host) or set AIRFLOW_CONN_{conn_id.upper()}="
+            "'{\"conn_type\":\"spark\",\"host\":\"local[2]\"}'"
+        ) from exc
