@@ -206,6 +206,12 @@ class DataStream(_OperatorSettings):
         op.selector_names = frozenset(declared) if declared is not None else None
         return SplitStream(self._pipeline, op)
 
+    def select(self, *names: str) -> "DataStream":
+        raise PlanningError(
+            f"select{names!r} without split(): only the stream returned by split(selector) has "
+            "outputs to select. Call .split(selector).select(...)."
+        )
+
     def get_side_output(self, tag: Any) -> "DataStream":
         tid = tag_id(tag)
         op = self._op("get_side_output")
