@@ -165,7 +165,15 @@ class DatasetWriter:
         return w
 
     def write(self, channel: int, record: Any, ts: Optional[int] = None) -> None:
-        self.channel(channel).add(record, ts)
+        w = self.channels[channel]
+        if w is None:
+            w = self.channel(channel)
+        w.add(record, ts)
+
+    @property
+    def records(self) -> int:
+        """Records written so far (all channels)."""
+        return sum(w.count + len(w.values) for w in self.channels if w is not None)
 
     def write_watermark(self, channel: int, watermark: int) -> None:
         self.channel(channel).add_watermark(watermark)

@@ -15,8 +15,15 @@ DEFAULT_CONF = {
 }
 
 
+def launched_by_spark_submit() -> bool:
+    """True in a driver started by spark-submit: the JVM already knows the master
+    (and the submitted conf), so neither must be forced here."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT") or os.environ.get("SPARK_MASTER_FROM_SUBMIT"))
+
+
 def get_or_create_spark(master: Optional[str] = None, app_name: str = "flinkchain", conf: Optional[dict] = None):
-    """Return the active SparkSession or start one (local[2] unless `master` says otherwise).
+    """Return the active SparkSession or start one (local[2] unless `master` says otherwise;
+    under spark-submit the submitted master and conf win over these defaults).
 
     Checks first that pyspark's Python files match its jars (see `versions`)."""
     from airflow_flinkchain.versions import check_pyspark
@@ -28,10 +35,20 @@ def get_or_create_spark(master: Optional[str] = None, app_name: str = "flinkchai
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    builder = SparkSession.builder.appName(app_name)
-    if master or not os.environ.get("SPARK_MASTER_FROM_SUBMIT"):
-        builder = builder.master(master or "local[2]")
-    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+    builder = SparkSession.builder
+    submitted = None
+    if master or not launched_by_spark_submit():
+        builder = builder.master(master or "local[2]").appName(app_name)
+    else:
+        from pyspark import SparkConf
+
+        submitted = SparkConf()  # loads the spark-submit conf from the JVM
+        if not submitted.contains("spark.app.name"):
+            builder = builder.appName(app_name)
+    for k, v in DEFAULT_CONF.items():
+        if submitted is None or not submitted.contains(k):
+            builder = builder.config(k, v)
+    for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
