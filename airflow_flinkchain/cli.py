@@ -1,0 +1,116 @@
+"""`flinkchain plan DAG_FILE [--format text|json|dot|mermaid] [--strategy flink|none]`.
+
+Imports the DAG file the way Airflow's DAG processor would (its folder on
+sys.path) but starts nothing: no scheduler, no Spark. Pipelines are found
+among the module's globals and among every StreamPipeline created during
+the import (so one built inside `with DAG(...)` without a global name is
+found too). Exit status: 0 planned, 1 a pipeline cannot be planned (the
+planner's message on stderr), 2 the file cannot be imported or has no
+pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import traceback
+import uuid
+import warnings
+from pathlib import Path
+from typing import Optional, Sequence
+
+from airflow_flinkchain.api.pipeline import StreamPipeline
+from airflow_flinkchain.graph.errors import PlanningError, PlanningWarning
+from airflow_flinkchain.planner.formats import FORMATS, render
+
+EXIT_OK, EXIT_PLANNING, EXIT_USAGE = 0, 1, 2
+
+
+class DagFileError(Exception):
+    """The DAG file could not be imported (message says why)."""
+
+
+def load_pipelines(path: Path) -> list[StreamPipeline]:
+    """Import `path` and return its pipelines in creation order (globals not
+    created during this import come last). PlanningError raised by the file
+    itself (e.g. a select() without split()) propagates unchanged."""
+    if not path.is_file():
+        raise DagFileError(f"no such file: {path}")
+    module_name = f"flinkchain_dag_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise DagFileError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
+    sys.modules[module_name] = module
+    try:
+        with StreamPipeline.recording() as created:
+            spec.loader.exec_module(module)
+    except PlanningError:
+        raise
+    except Exception as exc:
+        detail = "".join(traceback.format_exception(exc)[-3:]).rstrip()
+        raise DagFileError(f"importing {path} failed:\n{detail}") from exc
+    finally:
+        sys.modules.pop(module_name, None)
+        if folder in sys.path:
+            sys.path.remove(folder)
+    found: dict[int, StreamPipeline] = {id(p): p for p in created}
+    for value in vars(module).values():
+        if isinstance(value, StreamPipeline):
+            found.setdefault(id(value), value)
+    return list(found.values())
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flinkchain", description="Flink-style operator chaining for Airflow.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="print the chains and edges of every pipeline in a DAG file")
+    plan.add_argument("dag_file", type=Path)
+    plan.add_argument("--format", "-f", choices=FORMATS, default="text")
+    plan.add_argument("--strategy", "-s", choices=("flink", "none"), default="flink",
+                      help="chaining strategy: Flink's rules (default) or none (every operator alone)")
+    return parser
+
+
+def plan_command(path: Path, fmt: str, strategy: str) -> int:
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pipelines = load_pipelines(path)
+            plans, failed = [], False
+            for p in pipelines:
+                try:
+                    plans.append(p.plan(strategy))
+                except PlanningError as exc:
+                    print(f"flinkchain: pipeline {p.name!r} cannot be planned: {exc}", file=sys.stderr)
+                    failed = True
+    except PlanningError as exc:
+        print(f"flinkchain: {path}: {exc}", file=sys.stderr)
+        return EXIT_PLANNING
+    except DagFileError as exc:
+        print(f"flinkchain: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for w in caught:  # other warnings (e.g. Airflow's own) are not ours to print
+        if issubclass(w.category, PlanningWarning):
+            print(f"flinkchain: warning: {w.message}", file=sys.stderr)
+    if failed:
+        return EXIT_PLANNING
+    if not pipelines:
+        print(f"flinkchain: no StreamPipeline found in {path}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render(plans, fmt))
+    return EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "plan":
+        return plan_command(args.dag_file, args.format, args.strategy)
+    return EXIT_USAGE  # pragma: no cover - argparse requires a command
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

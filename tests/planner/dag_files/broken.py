@@ -1,0 +1,1 @@
+import no_such_module_flinkchain  # noqa: F401
