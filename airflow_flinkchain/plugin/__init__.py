@@ -1,0 +1,35 @@
+"""Airflow UI plugin: a "Chains" tab on every DAG's page and a nav entry
+listing all pipelines, served by a FastAPI app under /flinkchain.
+Registered through the `airflow.plugins` entry point (pyproject.toml)."""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+
+from airflow_flinkchain.plugin.app import URL_PREFIX, app
+
+CHAINS_TAB_ROUTE = "chains"
+PIPELINES_NAV_ROUTE = "flinkchain-pipelines"
+
+
+class FlinkChainPlugin(AirflowPlugin):
+    name = "flinkchain"
+    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "flinkchain"}]
+    # The Airflow UI shows external views in a same-origin iframe; {DAG_ID} is
+    # filled in for destination "dag". Every DAG gets the tab (the UI cannot ask
+    # us first), so DAGs without a pipeline get a friendly note.
+    external_views = [
+        {
+            "name": "Chains",
+            "href": f"{URL_PREFIX}/ui/dag/{{DAG_ID}}",
+            "destination": "dag",
+            "url_route": CHAINS_TAB_ROUTE,
+        },
+        {
+            "name": "Pipelines",
+            "href": f"{URL_PREFIX}/ui/pipelines",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": PIPELINES_NAV_ROUTE,
+        },
+    ]

@@ -1,0 +1,76 @@
+"""The plugin's FastAPI app, mounted by Airflow's api-server under /flinkchain.
+
+    GET /api/pipelines                          pipelines the user may read
+    GET /api/pipelines/{dag_id}                 current plan + runs (newest first)
+    GET /api/pipelines/{dag_id}/runs/{run_id}   per-chain, per-operator metrics + the run's plan
+    GET /ui/dag/{dag_id}                        the Chains tab (HTML; draws with static/chains.js)
+    GET /ui/pipelines                           the nav page listing pipelines
+    GET /static/...                             JS/CSS (no CDN: works offline)
+
+Routes are plain `def`: the store is synchronous, FastAPI runs them in a thread pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from airflow_flinkchain.plugin import pages
+from airflow_flinkchain.plugin.auth import GetUserDep, can_read_dag, readable_dag_ids
+from airflow_flinkchain.store import RunStore
+
+URL_PREFIX = "/flinkchain"
+STATIC_DIR = Path(__file__).parent / "static"
+
+app = FastAPI(
+    title="airflow-flinkchain",
+    description="Chain graphs and per-operator metrics of airflow-flinkchain pipelines.",
+    docs_url=None,
+    redoc_url=None,
+)
+app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def _store() -> RunStore:
+    # Resolved per request (cheap: engines are cached per URL) so config changes apply.
+    return RunStore()
+
+
+@app.get("/api/pipelines")
+def list_pipelines(user: GetUserDep) -> dict:
+    pipelines = _store().list_pipelines()
+    allowed = readable_dag_ids(user, (p["dag_id"] for p in pipelines))
+    return {"pipelines": [p for p in pipelines if p["dag_id"] in allowed]}
+
+
+@app.get("/api/pipelines/{dag_id}", dependencies=[can_read_dag])
+def get_pipeline(dag_id: str) -> dict:
+    pipeline = _store().get_pipeline(dag_id)
+    if pipeline is None:
+        raise HTTPException(404, f"DAG {dag_id!r} has no flinkchain pipeline recorded")
+    return pipeline
+
+
+@app.get("/api/pipelines/{dag_id}/runs/{run_id}", dependencies=[can_read_dag])
+def get_run(dag_id: str, run_id: str) -> dict:
+    store = _store()
+    run = store.get_run_metrics(dag_id, run_id)
+    if run is None:
+        raise HTTPException(404, f"no run {run_id!r} recorded for DAG {dag_id!r}")
+    plan = store.get_plan(dag_id, run["plan_hash"]) if run["plan_hash"] else None
+    return {"run": run, "plan": plan}
+
+
+@app.get("/ui/dag/{dag_id}", response_class=HTMLResponse, dependencies=[can_read_dag])
+def chains_tab(dag_id: str) -> HTMLResponse:
+    pipeline = _store().get_pipeline(dag_id, run_limit=1)
+    if pipeline is None:
+        return HTMLResponse(pages.no_pipeline_page(dag_id))
+    return HTMLResponse(pages.chains_page(dag_id, pipeline["pipeline"]))
+
+
+@app.get("/ui/pipelines", response_class=HTMLResponse)
+def pipelines_nav(user: GetUserDep) -> HTMLResponse:
+    return HTMLResponse(pages.pipelines_page(list_pipelines(user)["pipelines"]))

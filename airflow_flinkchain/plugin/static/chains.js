@@ -1,0 +1,235 @@
+/* airflow-flinkchain Chains tab: draws a pipeline's job graph (one box per chain,
+   its operators in order) with per-operator metrics of one run.
+   Data: GET <api> (plan + runs) and GET <api>/runs/<run_id> (metrics + the run's plan). */
+(function () {
+  "use strict";
+
+  const app = document.getElementById("chains-app");
+  const api = app.dataset.api;
+  const graph = document.getElementById("graph");
+  const picker = document.getElementById("run-select");
+  const numberFormat = new Intl.NumberFormat("en");
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  // ---- small helpers ----------------------------------------------------------
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name === "text") node.textContent = value;
+      else node.setAttribute(name, value);
+    }
+    for (const child of children || []) if (child) node.append(child);
+    return node;
+  }
+  const n = (value) => numberFormat.format(value || 0);
+  const ms = (value) => (value >= 10000 ? `${(value / 1000).toFixed(1)} s` : `${n(value)} ms`);
+  const shortTime = (iso) => (iso ? iso.replace("T", " ").replace(/(\.\d+)?\+00:00$/, " UTC") : "–");
+
+  async function getJSON(url) {
+    const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`${url}: ${response.status} ${response.statusText}`);
+    return response.json();
+  }
+
+  // ---- layout: chains in columns by their longest distance from a source chain ----
+  function columnsOf(plan) {
+    const level = new Map(plan.chains.map((c) => [c.id, 0]));
+    for (let pass = 0; pass < plan.chains.length; pass++) {
+      for (const edge of plan.edges) {
+        const next = level.get(edge.source) + 1;
+        if (level.has(edge.target) && next > level.get(edge.target)) level.set(edge.target, next);
+      }
+    }
+    const columns = [];
+    for (const chain of plan.chains) (columns[level.get(chain.id)] ||= []).push(chain);
+    return columns.filter(Boolean);
+  }
+
+  // ---- one chain box ---------------------------------------------------------------
+  function chainBox(chain, plan, metrics) {
+    const opMetrics = new Map((metrics?.operators || []).map((o) => [o.key, o]));
+    const inbound = new Map();  // operator name/key -> chained edge feeding it
+    for (const e of plan.chained_edges || []) if (e.chain === chain.id) inbound.set(e.target_operator, e);
+
+    const header = el("header", {}, [
+      el("span", { class: "chain-name", title: chain.name, text: chain.id }),
+      el("span", { class: "badge", title: "parallelism", text: `×${chain.parallelism}` }),
+      metrics && el("span", { class: `state ${metrics.state}`, text: metrics.state }),
+    ]);
+    const list = el("ol", { class: "operators" });
+    chain.operators.forEach((op, index) => {
+      const m = opMetrics.get(op.key);
+      const via = inbound.get(op.name) || inbound.get(op.key);
+      list.append(operatorRow(op, m, metrics, index > 0 ? via : null, chain.operators[index - 1]));
+    });
+    return el("section", { class: `chain ${metrics?.state === "failed" ? "failed" : ""}`, id: `chain-${chain.id}`,
+                           "data-chain": chain.id }, [header, list, chainFooter(metrics)]);
+  }
+
+  function operatorRow(op, m, chainMetrics, via, previous) {
+    const slowest = chainMetrics && chainMetrics.slowest === op.key;
+    const lossiest = chainMetrics && chainMetrics.lossiest === op.key;
+    const row = el("li", { class: `operator${slowest ? " slowest" : ""}${lossiest ? " lossiest" : ""}`,
+                           "data-key": op.key, "data-name": op.name }, [
+      el("div", { class: "op-title" }, [
+        el("span", { class: "kind", text: op.kind }),
+        el("span", { class: "op-name", title: op.uid ? `uid ${op.uid}` : op.key, text: op.name }),
+        slowest && el("span", { class: "flag slow", text: "slowest" }),
+        lossiest && el("span", { class: "flag lossy", text: "lossiest" }),
+      ]),
+    ]);
+    // Show where the record comes from only when it is not simply the operator above.
+    const routed = via && (via.output_tag || (via.selected_names || []).length);
+    if (via && (routed || (previous && via.source_operator !== previous.name && via.source_operator !== previous.key))) {
+      const route = via.output_tag ? ` · side output “${via.output_tag}”`
+        : (via.selected_names || []).length ? ` · select ${via.selected_names.join(", ")}` : "";
+      row.append(el("div", { class: "via", text: `from ${via.source_operator}${route}` }));
+    }
+    if (!m) {
+      if (chainMetrics) row.append(el("div", { class: "op-stats muted", text: "no metrics" }));
+      return row;
+    }
+    const stats = el("div", { class: "op-stats" }, [
+      stat("in", m.records_in, "records in"),
+      stat("out", m.records_out, "records out (main output)"),
+    ]);
+    for (const [tag, count] of Object.entries(m.side_outputs || {})) stats.append(stat(tag, count, `side output ${tag}`, "stat-side"));
+    if (m.dead_lettered) stats.append(stat("dead-letter", m.dead_lettered, "records sent to the dead-letter output", "stat-dead"));
+    if (m.filtered) stats.append(stat("filtered", m.filtered, "records filtered out", "stat-dropped"));
+    if (m.skipped) stats.append(stat("skipped", m.skipped, "bad records skipped", "stat-dropped"));
+    row.append(stats);
+    const share = Math.round((m.time_share || 0) * 1000) / 10;
+    row.append(el("div", { class: "timebar", title: `${share}% of the chain's operator time` }, [
+      el("div", { style: `width:${Math.min(100, share)}%` }),
+      el("span", { text: `${share}% · ${ms(m.time_ms)} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
+    ]));
+    return row;
+  }
+
+  function stat(label, value, title, cls) {
+    return el("span", { class: cls, title }, [`${label} `, el("span", { class: "n", text: n(value) })]);
+  }
+
+  function chainFooter(m) {
+    if (!m) return el("footer", { text: "not run in this run" });
+    const parts = [`attempt ${m.attempt}${m.attempts > 1 ? ` (${m.attempts} attempts)` : ""}`];
+    if (m.duration_ms != null) parts.push(ms(m.duration_ms));
+    if (m.spark_app_id) parts.push(m.spark_app_id);
+    return el("footer", {}, [parts.join(" · "), m.error && el("div", { class: "error", text: m.error })]);
+  }
+
+  // ---- exchange edges between chains (drawn after the boxes are laid out) ----------
+  function operatorElement(chainId, operator) {
+    const box = document.getElementById(`chain-${chainId}`);
+    if (!box) return null;
+    for (const li of box.querySelectorAll(".operator"))
+      if (li.dataset.key === operator || li.dataset.name === operator) return li;
+    return box.querySelector("header");
+  }
+
+  function drawEdges(plan, runMetrics) {
+    graph.querySelectorAll("svg.edges, .edge-label").forEach((node) => node.remove());
+    const origin = graph.getBoundingClientRect();
+    const svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("class", "edges");
+    svg.setAttribute("width", graph.scrollWidth);
+    svg.setAttribute("height", graph.scrollHeight);
+    svg.innerHTML = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="var(--edge)"/></marker></defs>';
+    const records = new Map();
+    for (const chain of runMetrics?.chains || [])
+      for (const out of chain.outputs || []) if (out.edge) records.set(out.edge, out.records);
+
+    for (const edge of plan.edges) {
+      const from = operatorElement(edge.source, edge.source_operator);
+      const to = operatorElement(edge.target, edge.target_operator);
+      if (!from || !to) continue;
+      const a = from.getBoundingClientRect(), b = to.getBoundingClientRect();
+      const x1 = a.right - origin.left + graph.scrollLeft + 1, y1 = a.top + a.height / 2 - origin.top;
+      const x2 = b.left - origin.left + graph.scrollLeft - 2, y2 = b.top + Math.min(b.height / 2, 18) - origin.top;
+      const bend = Math.max(40, (x2 - x1) / 2);
+      const path = document.createElementNS(SVG_NS, "path");
+      path.setAttribute("d", `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`);
+      path.setAttribute("fill", "none");
+      path.setAttribute("stroke", "var(--edge)");
+      path.setAttribute("stroke-width", "1.6");
+      if (edge.output_tag) path.setAttribute("stroke-dasharray", "5 3");
+      path.setAttribute("marker-end", "url(#arrow)");
+      svg.append(path);
+      graph.append(edgeLabel(edge, records.get(edge.id), (x1 + x2) / 2, (y1 + y2) / 2));
+    }
+    graph.prepend(svg);
+  }
+
+  function edgeLabel(edge, count, x, y) {
+    const label = el("div", { class: "edge-label", "data-edge": edge.id, style: `left:${x}px;top:${y}px`,
+                              title: `${edge.source_operator} → ${edge.target_operator} (${edge.id})` }, [
+      el("span", { class: "partitioner", text: edge.partitioner }),
+    ]);
+    if (edge.output_tag) label.append(el("div", { class: "tag", text: `side output “${edge.output_tag}”` }));
+    if ((edge.selected_names || []).length) label.append(el("div", { class: "tag", text: `select ${edge.selected_names.join(", ")}` }));
+    if (count != null) label.append(el("div", { class: "records", text: `${n(count)} records` }));
+    return label;
+  }
+
+  // ---- page -----------------------------------------------------------------------
+  let shown = null;  // {plan, run} on screen, to redraw the edges on resize
+
+  function render(plan, run) {
+    shown = { plan, run };
+    document.getElementById("plan-info").textContent =
+      `${plan.chains.length} chains · ${plan.chains.reduce((s, c) => s + c.operators.length, 0)} operators · ` +
+      `chaining: ${plan.strategy}`;
+    const byChain = new Map((run?.chains || []).map((c) => [c.chain_id, c]));
+    graph.replaceChildren(...columnsOf(plan).map((column) =>
+      el("div", { class: "column" }, column.map((chain) => chainBox(chain, plan, byChain.get(chain.id))))));
+    drawEdges(plan, run);
+    renderSummary(run);
+  }
+
+  function renderSummary(run) {
+    const box = document.getElementById("run-summary");
+    if (!run) { box.replaceChildren(el("span", { class: "muted", text: "No run recorded yet: showing the plan only." })); return; }
+    const items = [
+      el("span", {}, ["Run ", el("b", { text: run.run_id }), " ", el("span", { class: `state ${run.state}`, text: run.state })]),
+      el("span", {}, ["Started ", el("b", { text: shortTime(run.started_at) })]),
+    ];
+    if (run.ended_at) items.push(el("span", {}, ["Ended ", el("b", { text: shortTime(run.ended_at) })]));
+    const failed = run.chains.filter((c) => c.state === "failed").length;
+    items.push(el("span", {}, [el("b", { text: `${run.chains.length}` }), " chain attempts recorded",
+                               failed ? `, ${failed} failed` : ""]));
+    box.replaceChildren(...items);
+  }
+
+  async function showRun(pipeline, runId) {
+    if (!runId) { render(pipeline.plan, null); return; }
+    const data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
+    render(data.plan || pipeline.plan, data.run);
+  }
+
+  async function main() {
+    const pipeline = await getJSON(api);
+    const wanted = new URLSearchParams(location.search).get("run_id");
+    picker.replaceChildren(...pipeline.runs.map((r) =>
+      el("option", { value: r.run_id, text: `${r.run_id} · ${r.state}` })));
+    if (!pipeline.runs.length) picker.append(el("option", { text: "no runs yet" }));
+    const runId = pipeline.runs.some((r) => r.run_id === wanted) ? wanted : pipeline.runs[0]?.run_id;
+    if (runId) picker.value = runId;
+    picker.disabled = !pipeline.runs.length;
+    picker.addEventListener("change", () => showRun(pipeline, picker.value).catch(showError));
+    let resizeTimer;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => shown && drawEdges(shown.plan, shown.run), 100);
+    });
+    await showRun(pipeline, runId);
+    app.dataset.ready = "true";  // for tests and screenshots
+  }
+
+  function showError(error) {
+    graph.replaceChildren(el("p", { class: "error-box", text: `Could not load the job graph: ${error.message}` }));
+    app.dataset.ready = "error";
+  }
+
+  main().catch(showError);
+})();

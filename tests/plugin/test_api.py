@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.store.sample import metrics, plan
+
+DAG = "orders_dag"
+DAG_URLS = [f"/api/pipelines/{DAG}", f"/api/pipelines/{DAG}/runs/run_1", f"/ui/dag/{DAG}"]
+
+
+@pytest.fixture(scope="module")
+def seeded(airflow_env):
+    from airflow_flinkchain.store import RunStore
+
+    store = RunStore()
+    store.start_run(DAG, "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
+    for chain in ("read_orders", "by_customer", "write_rejects"):
+        store.record_attempt(metrics(chain=chain), try_number=1)
+    store.finish_run(DAG, "run_1", ended_at="2025-01-01T10:01:00Z")
+    store.record_plan("other_dag", plan(pipeline="other"))
+    return store
+
+
+@pytest.fixture(scope="module")
+def client(auth_manager, seeded):
+    from airflow_flinkchain.plugin.app import app
+
+    return TestClient(app)
+
+
+def auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("url", DAG_URLS + ["/api/pipelines", "/ui/pipelines"])
+def test_unauthenticated_requests_get_401(client, url):
+    assert client.get(url).status_code == 401
+
+
+@pytest.mark.parametrize("url", DAG_URLS)
+def test_a_user_without_dag_access_gets_403(client, tokens, url):
+    assert client.get(url, headers=auth(tokens["nobody"])).status_code == 403
+
+
+def test_a_garbage_token_is_refused(client):
+    assert client.get(f"/api/pipelines/{DAG}", headers=auth("not-a-jwt")).status_code in (401, 403)
+
+
+def test_pipeline_list_shows_only_readable_dags(client, tokens):
+    answer = client.get("/api/pipelines", headers=auth(tokens["viewer"])).json()
+    assert [p["dag_id"] for p in answer["pipelines"]] == [DAG, "other_dag"]
+    orders = answer["pipelines"][0]
+    assert (orders["chains"], orders["operators"], orders["runs"]) == (3, 6, 1)
+    assert orders["latest_run"]["state"] == "success"
+    assert client.get("/api/pipelines", headers=auth(tokens["nobody"])).json() == {"pipelines": []}
+
+
+def test_pipeline_answers_plan_and_runs(client, tokens):
+    answer = client.get(f"/api/pipelines/{DAG}", headers=auth(tokens["viewer"])).json()
+    assert answer["pipeline"] == "orders"
+    assert [c["id"] for c in answer["plan"]["chains"]] == ["read_orders", "by_customer", "write_rejects"]
+    assert answer["plan"]["edges"][1]["output_tag"] == "rejects"
+    [run] = answer["runs"]
+    assert run["run_id"] == "run_1" and run["chain_states"]["by_customer"] == "success"
+
+
+def test_run_answers_per_operator_metrics_and_its_plan(client, tokens):
+    answer = client.get(f"/api/pipelines/{DAG}/runs/run_1", headers=auth(tokens["admin"])).json()
+    head = answer["run"]["chains"][0]
+    parse = next(o for o in head["operators"] if o["key"] == "parse")
+    assert (parse["records_in"], parse["side_outputs"], parse["dead_lettered"]) == (1000, {"rejects": 30}, 10)
+    assert head["slowest"] == "parse" and head["lossiest"] == "valid"
+    assert answer["plan"]["pipeline"] == "orders"
+
+
+def test_the_session_cookie_works_like_the_header(client, tokens):
+    """The Airflow UI shows the tab in a same-origin iframe: the browser sends the `_token` cookie."""
+    client.cookies.set("_token", tokens["viewer"])
+    try:
+        assert client.get(f"/api/pipelines/{DAG}").status_code == 200
+    finally:
+        client.cookies.clear()
+
+
+def test_unknown_pipeline_and_run_are_404_in_the_api(client, tokens):
+    assert client.get("/api/pipelines/plain_dag", headers=auth(tokens["admin"])).status_code == 404
+    assert client.get(f"/api/pipelines/{DAG}/runs/nope", headers=auth(tokens["admin"])).status_code == 404
+
+
+def test_a_dag_without_pipeline_gets_a_friendly_note(client, tokens):
+    page = client.get("/ui/dag/plain_dag", headers=auth(tokens["viewer"]))
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "No chains here" in page.text and "plain_dag" in page.text
+
+
+def test_chains_page_loads_its_assets_from_the_package(client, tokens):
+    page = client.get(f"/ui/dag/{DAG}", headers=auth(tokens["viewer"]))
+    assert page.status_code == 200
+    assert 'data-api="../../api/pipelines/orders_dag"' in page.text
+    assert 'src="../../static/chains.js"' in page.text and 'href="../../static/chains.css"' in page.text
+    assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
+    for asset, kind in (("chains.js", "javascript"), ("chains.css", "text/css")):
+        answer = client.get(f"/static/{asset}")  # ../../static/ seen from /ui/dag/<dag_id>
+        assert answer.status_code == 200 and kind in answer.headers["content-type"]
+
+
+def test_dag_ids_are_escaped_in_pages(client, tokens):
+    page = client.get('/ui/dag/<img src=x onerror="alert(1)">', headers=auth(tokens["admin"]))
+    assert page.status_code == 200
+    assert "<img" not in page.text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page.text
+
+
+def test_nav_page_lists_pipelines_with_links_to_their_tabs(client, tokens):
+    page = client.get("/ui/pipelines", headers=auth(tokens["viewer"]))
+    assert page.status_code == 200
+    assert 'href="../../dags/orders_dag/plugin/chains" target="_top"' in page.text

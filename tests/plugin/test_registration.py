@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+
+def test_plugin_declares_a_dag_tab_and_a_nav_entry(airflow_env):
+    from airflow.api_fastapi.core_api.datamodels.plugins import ExternalViewResponse
+
+    from airflow_flinkchain.plugin import FlinkChainPlugin
+
+    views = [ExternalViewResponse(**v) for v in FlinkChainPlugin.external_views]
+    tab = next(v for v in views if v.destination == "dag")
+    assert tab.name == "Chains" and tab.href == "/flinkchain/ui/dag/{DAG_ID}"
+    assert any(v.destination == "nav" for v in views)
+    assert not getattr(FlinkChainPlugin, "appbuilder_views", [])  # would need the FAB provider
+
+
+def test_airflow_api_server_mounts_the_plugin(airflow_env, tokens):
+    """Found through the `airflow.plugins` entry point and mounted by Airflow's own app."""
+    from airflow.api_fastapi.app import create_app
+
+    client = TestClient(create_app(apps="core"))
+    assert client.get("/flinkchain/api/pipelines").status_code == 401
+    answer = client.get("/flinkchain/api/pipelines", headers={"Authorization": f"Bearer {tokens['admin']}"})
+    assert answer.status_code == 200 and "pipelines" in answer.json()
+    plugins = client.get("/api/v2/plugins", headers={"Authorization": f"Bearer {tokens['admin']}"}).json()
+    ours = next(p for p in plugins["plugins"] if p["name"] == "flinkchain")
+    assert {v["destination"] for v in ours["external_views"]} == {"dag", "nav"}
