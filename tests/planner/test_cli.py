@@ -78,11 +78,17 @@ def test_unusable_files_exit_2(capsys, name, message):
     assert code == 2 and message in err
 
 
-def test_console_script_on_a_real_dag_file_without_global_pipeline():
-    """The DAG file imports airflow.sdk and builds its pipeline inside `with DAG`."""
+@pytest.fixture(scope="module")
+def orders_cli_run():
+    """The console script on a DAG file that imports airflow.sdk and builds its
+    pipeline inside `with DAG` (no global name). Run once: importing Airflow is slow."""
     script = shutil.which("flinkchain", path=str(Path(sys.executable).parent))
     cmd = [script] if script else [sys.executable, "-m", "airflow_flinkchain.cli"]
-    out = subprocess.run([*cmd, "plan", str(DAGS / "orders_dag.py")], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*cmd, "plan", str(DAGS / "orders_dag.py")], capture_output=True, text=True, timeout=120)
+
+
+def test_console_script_on_a_real_dag_file_without_global_pipeline(orders_cli_run):
+    out = orders_cli_run
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[:4] == [
         "pipeline 'orders': 3 chains, 2 edges (chaining: flink)",
@@ -90,3 +96,13 @@ def test_console_script_on_a_real_dag_file_without_global_pipeline():
         "    orders  p=1  orders",
         "    parse   p=2  parse -> valid -> flag_late -> (alert -> alerts, audit -> big_orders)",
     ]
+
+
+def test_readme_shows_the_real_plan_output(orders_cli_run):
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    marker = "$ flinkchain plan tests/planner/dag_files/orders_dag.py\n"
+    if marker not in text:
+        pytest.skip("README has no `flinkchain plan` example")
+    shown = text.split(marker, 1)[1].split("```", 1)[0].rstrip("\n")
+    assert orders_cli_run.stdout.rstrip("\n") == shown
