@@ -171,3 +171,9 @@ class KeyedProcessFunction(Function):
 
     class OnTimerContext(Context):
         pass
+
+
+#: Reserved side output of the dead-letter policy (`on_error="dead_letter"`):
+#: records a user function failed on arrive here as dicts
+#: {"record", "operator", "error_type", "error"}; sink it like any side output.
+DEAD_LETTER_TAG = OutputTag("dead_letter")

@@ -1,0 +1,174 @@
+"""Operator fusion by code generation: a run of chained map / filter /
+flat_map / source / sink operators (each feeding the next through a single
+untagged ChainingOutput) becomes ONE generated Python function, so a record
+crosses the run with no call per operator beyond the user functions - as
+fast as the same functions hand-fused in a loop.
+
+Per stage the generated code is
+    try: <call user function> except Exception as e: err_i(e, v) else: <next stage>
+(Python 3.11 try blocks cost nothing until something raises), so the error
+policy applies per operator and per record; `else:`/loop nesting means a
+dead-lettered record simply does not go on, and a flat_map's remaining
+outputs still do. Counters are closure variables (one integer add where
+needed): the head's records_in, each filter's filtered count, each
+flat_map's output count; everything else is derived (map out = in - errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, copy_record
+from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
+from airflow_flinkchain.runtime.errors import ChainExecutionError
+from airflow_flinkchain.runtime.outputs import ChainingOutput
+
+K = OperatorKind
+
+
+def _next_fused(op):
+    """The operator `op` hands all its main records to, if it can join op's fused run."""
+    out = op.output
+    if isinstance(out, ChainingOutput) and out.output_tag is None and out.target.fusable:
+        return out.target
+    return None
+
+
+class Segment:
+    def __init__(self, ops: list, timed: bool):
+        self.ops = ops
+        self.timed = timed
+        self.errors = [0] * len(ops)
+        self._flushed = (0, {}, {})
+        ns: dict[str, Any] = {
+            "IMM": IMMUTABLE_TYPES, "copy_record": copy_record, "CEE": ChainExecutionError,
+            "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
+            "on_wm": ops[0].process_watermark,
+        }
+        last = ops[-1]
+        ns["emit"] = None if last.kind is K.SINK else last.output.main_emitter(timed)
+        for i, op in enumerate(ops):
+            ns[f"fn{i}"] = op.fn
+            ns[f"err{i}"] = self._counting_error_handler(i, op.error_handler(timed))
+        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], ns["emit"] is not None)
+        exec(compile(source, f"<fused chain segment {'+'.join(o.name for o in ops)}>", "exec"), ns)
+        self.source = source
+        self.process, self.run, self._counts = ns["factory"]()
+        for op in ops:
+            op._segments.append(self)
+
+    def _counting_error_handler(self, i: int, handle: Callable) -> Callable:
+        errors = self.errors
+
+        def err(exc: BaseException, record: Any) -> None:
+            errors[i] += 1
+            handle(exc, record)
+        return err
+
+    def flush_counts(self) -> None:
+        """Add this segment's counts (since the last flush) to its operators' metrics."""
+        c_in, filtered, outs = self._counts()
+        p_in, p_filtered, p_outs = self._flushed
+        self._flushed = (c_in, dict(filtered), dict(outs))
+        records_in = c_in - p_in
+        errs, self.errors = self.errors, [0] * len(self.ops)
+        for i, op in enumerate(self.ops):
+            kind = op.kind
+            dropped = errs[i]
+            if kind is K.FILTER:
+                f = filtered[i] - p_filtered.get(i, 0)
+                op.metrics.filtered += f
+                out = records_in - f - dropped
+            elif kind is K.FLAT_MAP:
+                out = outs[i] - p_outs.get(i, 0)
+            elif kind is K.SINK:
+                out = 0
+            else:
+                out = records_in - dropped
+            op.add_counts(records_in, out)
+            records_in = out
+
+
+def build_segment(head, timed: bool) -> Segment:
+    ops = [head]
+    if not timed:  # the timed wiring stays unfused, to time each operator
+        while ops[-1].kind is not K.SINK and (nxt := _next_fused(ops[-1])) is not None:
+            ops.append(nxt)
+    return Segment(ops, timed)
+
+
+def _generate(ops: list, copies: list, has_emit: bool) -> str:
+    n = len(ops)
+    filters = [i for i, op in enumerate(ops) if op.kind is K.FILTER]
+    flat_maps = [i for i, op in enumerate(ops) if op.kind is K.FLAT_MAP]
+    counters = ["c_in"] + [f"f{i}" for i in filters] + [f"o{i}" for i in flat_maps]
+
+    def stage(i: int, var: str, ind: int) -> list[str]:
+        pad = "    " * ind
+        if i == n:
+            return [pad + (f"emit({var})" if has_emit else "pass")]
+        kind, nxt = ops[i].kind, f"v{i + 1}"
+
+        def then(v: str, ind2: int) -> list[str]:
+            lines = []
+            if i < n - 1 and copies[i]:
+                lines.append("    " * ind2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
+            return lines + stage(i + 1, v, ind2)
+
+        if kind is K.SOURCE:
+            return then(var, ind)
+        if kind is K.MAP:
+            return [pad + "try:", pad + f"    {nxt} = fn{i}({var})",
+                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})",
+                    pad + "else:", *then(nxt, ind + 1)]
+        if kind is K.FILTER:
+            return [pad + "try:", pad + f"    k{i} = fn{i}({var})",
+                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})",
+                    pad + "else:", pad + f"    if k{i}:", *then(var, ind + 2),
+                    pad + "    else:", pad + f"        f{i} += 1"]
+        if kind is K.FLAT_MAP:
+            return [pad + "try:", pad + f"    r{i} = fn{i}({var})",
+                    pad + f"    if r{i} is not None:", pad + f"        for {nxt} in r{i}:",
+                    pad + f"            o{i} += 1", *then(nxt, ind + 3),
+                    pad + "except CEE:", pad + "    raise",
+                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
+        if kind is K.SINK:
+            return [pad + "try:", pad + f"    fn{i}({var}, cell.value)",
+                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
+        raise AssertionError(kind)
+
+    nonlocal_line = "nonlocal " + ", ".join(counters)
+    src = ["def factory():", "    " + "; ".join(f"{c} = 0" for c in counters),
+           "    def process(v0):", "        " + nonlocal_line, "        c_in += 1", *stage(0, "v0", 2),
+           "    def run(it):", "        " + nonlocal_line, "        for v0 in it:",
+           "            if type(v0) in SPECIAL:",
+           "                if type(v0) is WM:", "                    on_wm(v0)",
+           "                else:", "                    cell.value = v0.timestamp",
+           "                    process(v0.value)", "                    cell.value = None",
+           "                continue",
+           "            c_in += 1", *stage(0, "v0", 3),
+           "    def counts():",
+           "        return c_in, {" + ", ".join(f"{i}: f{i}" for i in filters) + "}, {"
+           + ", ".join(f"{i}: o{i}" for i in flat_maps) + "}",
+           "    return process, run, counts"]
+    return "\n".join(src) + "\n"
+
+
+def generic_run(handler: Callable, on_watermark: Callable, cell) -> Callable:
+    """The input loop of a head that is not fused (process, keyed operators)."""
+    wm_type, record_type = Watermark, StreamRecord
+
+    def run(it) -> None:
+        for element in it:
+            t = type(element)
+            if t is wm_type:
+                on_watermark(element)
+            elif t is record_type:
+                cell.value = element.timestamp
+                handler(element.value)
+                cell.value = None
+            else:
+                handler(element)
+
+    return run
