@@ -41,7 +41,8 @@ from airflow_flinkchain.graph.transformations import (
 )
 
 MAX_MAX_PARALLELISM = 32768  # Flink's UPPER_BOUND_MAX_PARALLELISM
-_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# Keys never contain "__": edge ids join two keys with it (graph.model.edge_id).
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+|__+")
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def default_max_parallelism(parallelism: int) -> int:
 
 def slugify(text: str) -> str:
     """`"Keyed Reduce"` → `"keyed_reduce"`: safe for task ids and paths."""
-    slug = _KEY_UNSAFE.sub("_", text.strip()).strip("_.-").lower()
+    slug = re.sub(r"_{2,}", "_", _KEY_UNSAFE.sub("_", text.strip())).strip("_.-").lower()
     return slug or "operator"
 
 

@@ -135,6 +135,7 @@ class StreamGraph:
     _by_id: dict = field(init=False, repr=False, compare=False)
     _out: dict = field(init=False, repr=False, compare=False)
     _in: dict = field(init=False, repr=False, compare=False)
+    _by_key: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_id = {n.id: n for n in self.nodes}
@@ -146,6 +147,7 @@ class StreamGraph:
         object.__setattr__(self, "_by_id", by_id)
         object.__setattr__(self, "_out", {k: tuple(v) for k, v in out.items()})
         object.__setattr__(self, "_in", {k: tuple(v) for k, v in inn.items()})
+        object.__setattr__(self, "_by_key", {n.key: n for n in self.nodes})
 
     def node(self, node_id: int) -> StreamNode:
         return self._by_id[node_id]
@@ -157,10 +159,7 @@ class StreamGraph:
         return self._in[node_id]
 
     def node_by_key(self, key: str) -> StreamNode:
-        for n in self.nodes:
-            if n.key == key:
-                return n
-        raise KeyError(key)
+        return self._by_key[key]
 
 
 def edge_id(graph: StreamGraph, edge: StreamEdge) -> str:

@@ -62,24 +62,30 @@ class JobGraph:
     chains: tuple[Chain, ...]
     edges: tuple[ChainEdge, ...]
     strategy: str = "flink"
+    # Lookup indexes (built once; chain()/edge()/chain_of() are O(1)).
+    _chains_by_id: dict = field(init=False, repr=False, compare=False)
+    _edges_by_id: dict = field(init=False, repr=False, compare=False)
+    _chain_of_node: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_chains_by_id", {c.id: c for c in self.chains})
+        object.__setattr__(self, "_edges_by_id", {e.id: e for e in self.edges})
+        object.__setattr__(self, "_chain_of_node", {n: c for c in self.chains for n in c.node_ids})
 
     def chain(self, chain_id: str) -> Chain:
-        for c in self.chains:
-            if c.id == chain_id:
-                return c
-        raise KeyError(f"no chain {chain_id!r} in pipeline {self.pipeline!r}")
+        try:
+            return self._chains_by_id[chain_id]
+        except KeyError:
+            raise KeyError(f"no chain {chain_id!r} in pipeline {self.pipeline!r}") from None
 
     def edge(self, edge_id_: str) -> ChainEdge:
-        for e in self.edges:
-            if e.id == edge_id_:
-                return e
-        raise KeyError(f"no edge {edge_id_!r} in pipeline {self.pipeline!r}")
+        try:
+            return self._edges_by_id[edge_id_]
+        except KeyError:
+            raise KeyError(f"no edge {edge_id_!r} in pipeline {self.pipeline!r}") from None
 
     def chain_of(self, node_id: int) -> Chain:
-        for c in self.chains:
-            if node_id in c.node_ids:
-                return c
-        raise KeyError(node_id)
+        return self._chain_of_node[node_id]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description (no functions). Schema:

@@ -175,3 +175,14 @@ def test_planning_imports_neither_spark_nor_airflow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_keys_never_contain_double_underscore_so_edge_ids_are_unambiguous():
+    p = StreamPipeline("t")
+    p.from_collection([1]).name("a__b").map(inc).name("c").uid("x__y").collect("o")
+    g = p.stream_graph()
+    assert [n.key for n in g.nodes] == ["a_b", "x_y", "o"]
+    assert g.node_by_key("x_y").name == "c"
+    plan = p.plan("none")
+    assert [e.id for e in plan.edges] == ["a_b__x_y", "x_y__o"]
+    assert plan.chain_of(g.node_by_key("o").id).id == "o" and plan.edge("x_y__o").target == "o"
