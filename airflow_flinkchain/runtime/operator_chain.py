@@ -110,12 +110,12 @@ class OperatorChain:
         return BroadcastingOutputCollector([o for o, _ in outputs], self.scope.object_reuse)
 
     # ---- lifecycle ---------------------------------------------------------
-    def run(self, inputs: Iterable[Any]) -> SubtaskMetrics:
+    def run(self, inputs: Iterable[Any], plain_values: bool = False) -> SubtaskMetrics:
         failure: Optional[BaseException] = None
         try:
             self._setup()
             self._phase("open", reversed(self.all_operators), lambda op: op.open())
-            self._process(inputs)
+            self._process(inputs, plain_values)
             if self.head.current_watermark < MAX_WATERMARK_TS:
                 self._guard(self.head, "end of input", lambda: self.head.process_watermark(MAX_WATERMARK))
             self._phase("close", self.all_operators, lambda op: (op.end_input(), op.close()))
@@ -153,10 +153,13 @@ class OperatorChain:
         except Exception as exc:
             raise op.error(phase, exc) from exc
 
-    def _process(self, inputs: Iterable[Any]) -> None:
+    def _process(self, inputs: Iterable[Any], plain_values: bool) -> None:
         head, cell = self.head, self.cell
         fast = head.handler(False)
-        run_fast = head.fast_segment.run if head.fusable else generic_run(fast, head.process_watermark, cell)
+        if head.fusable:
+            run_fast = head.fast_segment.run_plain if plain_values else head.fast_segment.run
+        else:
+            run_fast = generic_run(fast, head.process_watermark, cell, plain_values)
         timed = head.handler(True)
         wm_type, record_type, end = Watermark, StreamRecord, object()
         it = iter(inputs)
@@ -207,6 +210,8 @@ def run_subtask(
     inputs: Iterable[Any],
     record_writer_factory: RecordWriterFactory,
     sink_writer_factory: SinkWriterFactory,
+    *,
+    plain_values: bool = False,
 ) -> SubtaskMetrics:
     """Run one parallel subtask of a chain over `inputs` and return its counters.
 
@@ -215,8 +220,10 @@ def run_subtask(
     the split's values; for an exchange input, the channel files merged
     through `WatermarkValve.merge`. End of input pushes MAX_WATERMARK (fires
     remaining timers, emits keyed reduce results) then closes head to tail.
+    `plain_values=True` promises that `inputs` holds bare values only (a
+    source split): the input loop then skips its per-element type dispatch.
     Raises ChainExecutionError naming operator, chain, subtask, phase, record
     (its `.metrics` holds the counters up to the failure).
     """
     chain = OperatorChain(job, chain_id, subtask_index, run_id, record_writer_factory, sink_writer_factory)
-    return chain.run(inputs)
+    return chain.run(inputs, plain_values=plain_values)

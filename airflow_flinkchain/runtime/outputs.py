@@ -115,18 +115,22 @@ class RecordWriterOutput(Output):
         self.subtask = subtask
         self._emitter: Optional[Emitter] = None
 
+    def fail(self, exc: BaseException, value: Any) -> None:
+        """A partitioner or writer failure: raise it naming the edge's producer."""
+        raise ChainExecutionError(
+            operator=self.producer_name, chain=self.chain_name, subtask=self.subtask,
+            phase=f"write to edge {self.record_writer.edge_id!r}", record=value,
+            has_record=True, cause=exc) from exc
+
     def _emit(self) -> Emitter:
         if self._emitter is None:
-            write = self.record_writer.emitter(self.cell)
+            write, fail = self.record_writer.emitter(self.cell), self.fail
 
             def emit(value: Any) -> None:
                 try:
                     write(value)
-                except Exception as exc:  # partitioner or writer failure: name the edge's producer
-                    raise ChainExecutionError(
-                        operator=self.producer_name, chain=self.chain_name, subtask=self.subtask,
-                        phase=f"write to edge {self.record_writer.edge_id!r}", record=value,
-                        has_record=True, cause=exc) from exc
+                except Exception as exc:
+                    fail(exc, value)
 
             self._emitter = emit
         return self._emitter

@@ -22,7 +22,7 @@ from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, copy_record
 from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.errors import ChainExecutionError
-from airflow_flinkchain.runtime.outputs import ChainingOutput
+from airflow_flinkchain.runtime.outputs import ChainingOutput, RecordWriterOutput
 
 K = OperatorKind
 
@@ -47,14 +47,24 @@ class Segment:
             "on_wm": ops[0].process_watermark,
         }
         last = ops[-1]
-        ns["emit"] = None if last.kind is K.SINK else last.output.main_emitter(timed)
+        terminal = "none"
+        if last.kind is not K.SINK:
+            out = last.output
+            if type(out) is RecordWriterOutput and out.output_tag is None:
+                # leaves the chain here: inline the record writer's call
+                sel = out.record_writer.selector
+                terminal = "rw_const" if type(sel) is int else "rw_bcast" if type(sel) is tuple else "rw_select"
+                ns.update(rw_write=out.record_writer.channel_sink.write, rw_sel=sel, rw_fail=out.fail)
+            else:
+                ns["emit"] = out.main_emitter(timed)
+                terminal = "none" if ns["emit"] is None else "emit"
         for i, op in enumerate(ops):
             ns[f"fn{i}"] = op.fn
             ns[f"err{i}"] = self._counting_error_handler(i, op.error_handler(timed))
-        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], ns["emit"] is not None)
-        exec(compile(source, f"<fused chain segment {'+'.join(o.name for o in ops)}>", "exec"), ns)
+        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], terminal, sorted(ns))
         self.source = source
-        self.process, self.run, self._counts = ns["factory"]()
+        # names become closure variables of the generated functions (faster than globals)
+        self.process, self.run, self.run_plain, self._counts = ns_factory(source)(**ns)
         for op in ops:
             op._segments.append(self)
 
@@ -98,16 +108,35 @@ def build_segment(head, timed: bool) -> Segment:
     return Segment(ops, timed)
 
 
-def _generate(ops: list, copies: list, has_emit: bool) -> str:
+def ns_factory(source: str) -> Callable:
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<fused chain segment>", "exec"), scope)
+    return scope["factory"]
+
+
+_TERMINALS = {
+    "none": ["pass"],
+    "emit": ["emit({v})"],
+    "rw_const": ["try:", "    rw_write(rw_sel, {v}, {ts})", "except Exception as e:", "    rw_fail(e, {v})"],
+    "rw_select": ["try:", "    rw_write(rw_sel({v}), {v}, {ts})", "except Exception as e:",
+                  "    rw_fail(e, {v})"],
+    "rw_bcast": ["try:", "    for ch in rw_sel:", "        rw_write(ch, {v}, {ts})",
+                 "except Exception as e:", "    rw_fail(e, {v})"],
+}
+
+
+def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
     n = len(ops)
     filters = [i for i, op in enumerate(ops) if op.kind is K.FILTER]
     flat_maps = [i for i, op in enumerate(ops) if op.kind is K.FLAT_MAP]
     counters = ["c_in"] + [f"f{i}" for i in filters] + [f"o{i}" for i in flat_maps]
 
+    ts = "cell.value"  # in run()'s loop over bare values the timestamp is known to be None
+
     def stage(i: int, var: str, ind: int) -> list[str]:
         pad = "    " * ind
         if i == n:
-            return [pad + (f"emit({var})" if has_emit else "pass")]
+            return [pad + line.format(v=var, ts=ts) for line in _TERMINALS[terminal]]
         kind, nxt = ops[i].kind, f"v{i + 1}"
 
         def then(v: str, ind2: int) -> list[str]:
@@ -134,30 +163,41 @@ def _generate(ops: list, copies: list, has_emit: bool) -> str:
                     pad + "except CEE:", pad + "    raise",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
         if kind is K.SINK:
-            return [pad + "try:", pad + f"    fn{i}({var}, cell.value)",
+            return [pad + "try:", pad + f"    fn{i}({var}, {ts})",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
         raise AssertionError(kind)
 
     nonlocal_line = "nonlocal " + ", ".join(counters)
-    src = ["def factory():", "    " + "; ".join(f"{c} = 0" for c in counters),
-           "    def process(v0):", "        " + nonlocal_line, "        c_in += 1", *stage(0, "v0", 2),
+    process_body = stage(0, "v0", 2)
+    ts = "None"
+    plain_run_body = stage(0, "v0", 3)
+    plain_only_body = stage(0, "v0", 3)
+    src = [f"def factory({', '.join(names)}):", "    " + "; ".join(f"{c} = 0" for c in counters),
+           "    def process(v0):", "        " + nonlocal_line, "        c_in += 1", *process_body,
            "    def run(it):", "        " + nonlocal_line, "        for v0 in it:",
            "            if type(v0) in SPECIAL:",
            "                if type(v0) is WM:", "                    on_wm(v0)",
            "                else:", "                    cell.value = v0.timestamp",
            "                    process(v0.value)", "                    cell.value = None",
            "                continue",
-           "            c_in += 1", *stage(0, "v0", 3),
+           "            c_in += 1", *plain_run_body,
+           "    def run_plain(it):", "        " + nonlocal_line, "        for v0 in it:",
+           "            c_in += 1", *plain_only_body,
            "    def counts():",
            "        return c_in, {" + ", ".join(f"{i}: f{i}" for i in filters) + "}, {"
            + ", ".join(f"{i}: o{i}" for i in flat_maps) + "}",
-           "    return process, run, counts"]
+           "    return process, run, run_plain, counts"]
     return "\n".join(src) + "\n"
 
 
-def generic_run(handler: Callable, on_watermark: Callable, cell) -> Callable:
+def generic_run(handler: Callable, on_watermark: Callable, cell, plain_values: bool = False) -> Callable:
     """The input loop of a head that is not fused (process, keyed operators)."""
     wm_type, record_type = Watermark, StreamRecord
+    if plain_values:
+        def run_plain(it) -> None:
+            for value in it:
+                handler(value)
+        return run_plain
 
     def run(it) -> None:
         for element in it:
