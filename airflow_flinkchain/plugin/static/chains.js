@@ -23,7 +23,7 @@
     return node;
   }
   const n = (value) => numberFormat.format(value || 0);
-  const ms = (value) => (value >= 10000 ? `${(value / 1000).toFixed(1)} s` : `${n(value)} ms`);
+  const ms = (value) => (value >= 1000 ? `${(value / 1000).toFixed(1)} s` : `${n(value)} ms`);
   const shortTime = (iso) => (iso ? iso.replace("T", " ").replace(/(\.\d+)?\+00:00$/, " UTC") : "–");
 
   async function getJSON(url) {
@@ -43,7 +43,28 @@
     }
     const columns = [];
     for (const chain of plan.chains) (columns[level.get(chain.id)] ||= []).push(chain);
+    // Order each column by where its inputs leave the columns before (operator rows
+    // counted top to bottom), so that exchange edges cross as little as possible.
+    const rank = new Map();
+    columns.filter(Boolean).forEach((column, index) => {
+      if (index > 0) {
+        const weight = (chain) => {
+          const ins = plan.edges.filter((e) => e.target === chain.id && rank.has(e.source));
+          const rows = ins.map((e) => rank.get(e.source) + operatorIndex(plan, e.source, e.source_operator) / 100);
+          return rows.length ? rows.reduce((a, b) => a + b, 0) / rows.length : Infinity;
+        };
+        column.sort((a, b) => weight(a) - weight(b));
+      }
+      let row = 0;
+      for (const chain of column) { rank.set(chain.id, row); row += chain.operators.length; }
+    });
     return columns.filter(Boolean);
+  }
+
+  function operatorIndex(plan, chainId, operator) {
+    const chain = plan.chains.find((c) => c.id === chainId);
+    const index = chain ? chain.operators.findIndex((o) => o.key === operator || o.name === operator) : -1;
+    return Math.max(index, 0);
   }
 
   // ---- one chain box ---------------------------------------------------------------
@@ -68,8 +89,10 @@
   }
 
   function operatorRow(op, m, chainMetrics, via, previous) {
-    const slowest = chainMetrics && chainMetrics.slowest === op.key;
-    const lossiest = chainMetrics && chainMetrics.lossiest === op.key;
+    // Flags only mean something when there is another operator to compare with.
+    const compared = chainMetrics && chainMetrics.operators.length > 1;
+    const slowest = compared && chainMetrics.slowest === op.key;
+    const lossiest = compared && chainMetrics.lossiest === op.key;
     const row = el("li", { class: `operator${slowest ? " slowest" : ""}${lossiest ? " lossiest" : ""}`,
                            "data-key": op.key, "data-name": op.name }, [
       el("div", { class: "op-title" }, [
@@ -90,9 +113,10 @@
       if (chainMetrics) row.append(el("div", { class: "op-stats muted", text: "no metrics" }));
       return row;
     }
+    // Sources take nothing in and sinks pass nothing on: show what they do have.
     const stats = el("div", { class: "op-stats" }, [
-      stat("in", m.records_in, "records in"),
-      stat("out", m.records_out, "records out (main output)"),
+      op.kind !== "source" && stat("in", m.records_in, "records in"),
+      op.kind !== "sink" && stat("out", m.records_out, "records out (main output)"),
     ]);
     for (const [tag, count] of Object.entries(m.side_outputs || {})) stats.append(stat(tag, count, `side output ${tag}`, "stat-side"));
     if (m.dead_lettered) stats.append(stat("dead-letter", m.dead_lettered, "records sent to the dead-letter output", "stat-dead"));
