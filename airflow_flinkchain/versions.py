@@ -19,7 +19,13 @@ class SparkVersionMismatch(RuntimeError):
 def jar_spark_version() -> str | None:
     import pyspark
 
-    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
+    package_dir = os.path.dirname(pyspark.__file__)
+    if ".zip" in package_dir:
+        # Under spark-submit the driver imports pyspark from $SPARK_HOME/python/lib/pyspark.zip;
+        # the jars are in $SPARK_HOME/jars (for pip installs SPARK_HOME is the pyspark folder).
+        zip_path = package_dir[: package_dir.index(".zip") + len(".zip")]
+        package_dir = os.environ.get("SPARK_HOME") or os.path.dirname(os.path.dirname(os.path.dirname(zip_path)))
+    jars = glob.glob(os.path.join(package_dir, "jars", "spark-core_*.jar"))
     if not jars:
         return None
     m = re.search(r"spark-core_[\d.]+-(.+)\.jar$", os.path.basename(jars[0]))
