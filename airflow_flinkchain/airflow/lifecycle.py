@@ -14,9 +14,6 @@ fixed and cleared without re-running the whole pipeline.
 from __future__ import annotations
 
 import inspect
-import os
-import shutil
-import tempfile
 from typing import Any, Callable
 
 from airflow_flinkchain.airflow.compat import AirflowFailException, BaseOperator
@@ -65,25 +62,8 @@ class PipelineSetupOperator(_PipelineTask):
         for conn_id in sorted({c.spark.conn_id or "spark_default" for c in spec.chains}):
             check_spark_connection(conn_id, self._where())
         run = self._run(context)
-        local_area = run.local(run.area)
-        if local_area is None:
-            raise AirflowFailException(
-                f"{self._where()}: exchange root {run.exchange_root!r} is not a local path; the setup task "
-                "writes the plan with plain file I/O, so mount the shared store at a local path "
-                "(exchange_root_shared=True) on the Airflow workers"
-            )
-        os.makedirs(local_area, exist_ok=True)
-        plan_file = run.local(run.plan_path)
-        os.makedirs(os.path.dirname(plan_file), exist_ok=True)
-        # Write then rename: a chain never reads a half-written plan, a re-run replaces it.
-        fd, tmp = tempfile.mkstemp(prefix=".plan.", dir=os.path.dirname(plan_file))
-        os.close(fd)
-        try:
-            dump_plan(job_graph, tmp)
-            os.replace(tmp, plan_file)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        run.location(run.area).makedirs()
+        dump_plan(job_graph, run.plan_path)  # atomic: a re-run replaces it, chains never see half a plan
         store = run_store()
         if store is not None:
             store_call("start_run", store.start_run, run.dag_id, run.run_id,
@@ -105,10 +85,9 @@ class PipelineTeardownOperator(_PipelineTask):
         spec = self.pipeline_spec
         run = self._run(context)
         errors = _run_hooks(self.pipeline.dispose_hooks, context, "on_dispose", self._where(), stop_on_error=False)
-        succeeded = [c for c in spec.chain_ids if run.read_metrics(c) is not None
-                     and (run.read_metrics(c) or {}).get("state", "success") == "success"]
+        states = {c: (run.read_metrics(c) or {}).get("state") for c in spec.chain_ids}
+        succeeded = [c for c, state in states.items() if state == "success"]
         failed = [c for c in spec.chain_ids if c not in succeeded]
-        local_area = run.local(run.area)
         dropped = False
         if self.keep_exchange:
             self.log.info("%s: keeping exchange data in %s (keep_exchange=True)", self._where(), run.area)
@@ -118,8 +97,8 @@ class PipelineTeardownOperator(_PipelineTask):
                 "(it is dropped by the teardown of that re-run once all chains succeed)",
                 self._where(), failed, run.area,
             )
-        elif local_area is not None and os.path.exists(local_area):
-            shutil.rmtree(local_area, ignore_errors=True)
+        elif run.exists(run.area):
+            run.location(run.area).delete()
             dropped = True
             self.log.info("%s: dropped exchange data %s", self._where(), run.area)
         store = run_store()

@@ -76,9 +76,9 @@ class ChainSubmitOperator(SparkSubmitOperator):
         run = self._run = PipelineRun.from_context(context, self.pipeline_spec, self.area_suffix)
         self._check_inputs(run, where)
         # A previous attempt's metrics must not make a failed retry look successful.
-        stale = run.local(run.metrics_path(chain.chain_id))
-        if stale and os.path.exists(stale):
-            os.remove(stale)
+        stale = run.location(run.metrics_path(chain.chain_id))
+        if stale.exists():
+            stale.delete()
         self.application_args = self._runtime_args(run)
         self.log.info("%s: spark-submit %s %s", where, self.application, " ".join(self.application_args))
         started = time.time()
@@ -102,8 +102,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         """Fail clearly (not deep inside Spark) when the plan or an upstream chain's
         committed output is missing, e.g. a chain cleared after the teardown dropped
         the run's exchange data."""
-        plan = run.local(run.plan_path)
-        if plan is not None and not os.path.exists(plan):
+        if not run.exists(run.plan_path):
             raise AirflowFailException(
                 f"{where}: the run's plan {run.plan_path} does not exist: the pipeline's setup task "
                 f"({self.pipeline_spec.setup_task_id}) has not run for {run.run_id!r} or the teardown "
@@ -111,8 +110,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
                 "(Airflow clears setup/teardown with the task by default)."
             )
         for edge in self.chain_spec.in_edges:
-            local = run.local(run.edge_path(edge.id))
-            if local is not None and not os.path.exists(local):
+            if not run.exists(run.edge_path(edge.id)):
                 raise AirflowFailException(
                     f"{where}: input edge {edge.id!r} from chain {edge.source_chain!r} has no committed "
                     f"data in {run.area}. Clear the upstream chain too (Clear > 'Upstream'), or set "

@@ -32,6 +32,8 @@ class PipelineRun:
         run_id = context.get("run_id") or getattr(ti, "run_id")
         key = paths.run_key(run_id) + area_suffix
         root = spec.exchange_root or paths.default_exchange_root()
+        if paths.local_path(root) is not None and not root.startswith("file://"):
+            root = os.path.abspath(root)  # the spark-submit process may run in another directory
         return cls(
             dag_id=dag_id,
             run_id=run_id,
@@ -51,15 +53,25 @@ class PipelineRun:
     def edge_path(self, edge_id: str) -> str:
         return paths.join(self.area, edge_id)
 
-    def local(self, path: str) -> Optional[str]:
-        return paths.local_path(path)
+    @staticmethod
+    def location(path: str):
+        """A runtime Location (pyarrow file system: local paths and hdfs://, s3a://... URIs)."""
+        from airflow_flinkchain.runtime.exchange_fs import Location
+
+        return Location(path)
+
+    def exists(self, path: str) -> bool:
+        return self.location(path).exists()
 
     def read_metrics(self, chain_id: str) -> Optional[dict]:
-        local = self.local(self.metrics_path(chain_id))
-        if local is None or not os.path.exists(local):
+        loc = self.location(self.metrics_path(chain_id))
+        if not loc.exists():
             return None
-        with open(local, encoding="utf-8") as fh:
-            return json.load(fh)
+        try:
+            return json.loads(loc.read_text())
+        except ValueError:
+            log.warning("unreadable metrics file %s", loc.uri)
+            return None
 
 
 def run_store():
