@@ -1,0 +1,143 @@
+from airflow_flinkchain.api import StreamPipeline
+from airflow_flinkchain.functions import OutputTag, ProcessFunction
+from airflow_flinkchain.graph.model import PartitionSpec, Partitioner
+from airflow_flinkchain.runtime.elements import MAX_WATERMARK, StreamRecord, Watermark
+from airflow_flinkchain.runtime.memory import MemoryWriters
+from airflow_flinkchain.runtime.operator_chain import OperatorChain
+from airflow_flinkchain.runtime.outputs import (BroadcastingOutputCollector, ChainingOutput, CopyingChainingOutput,
+                                                DirectedOutput, RecordWriterOutput)
+
+from .helpers import K, build_job, edge, node, run
+
+
+def test_linear_chain_fused_values_and_metrics():
+    job = build_job([node(0, K.SOURCE), node(1, K.MAP, lambda x: x * 3), node(2, K.FILTER, lambda x: x % 2 == 0),
+                     node(3, K.FLAT_MAP, lambda x: (x, x + 1)), node(4, K.SINK, name="out")],
+                    [edge(0, 1), edge(1, 2), edge(2, 3), edge(3, 4)])
+    w, m = run(job, range(10))
+    assert w.sink_values("out") == [y for x in range(10) if (x * 3) % 2 == 0 for y in (x * 3, x * 3 + 1)]
+    d = {r["key"]: r for r in m.to_dict()}
+    assert d["filter2"]["records_in"] == 10 and d["filter2"]["filtered"] == 5 and d["filter2"]["records_out"] == 5
+    assert d["flat_map3"]["records_out"] == 10 and d["out"]["records_in"] == 10
+    assert set(d["map1"]) == {"node_id", "key", "name", "subtask", "records_in", "records_out", "side_outputs",
+                              "dead_lettered", "skipped", "filtered", "time_ms"}
+
+
+def test_plain_values_and_timestamps_reach_the_sink():
+    job = build_job([node(0, K.SOURCE), node(1, K.MAP, lambda x: x + 1), node(2, K.SINK, name="out")],
+                    [edge(0, 1), edge(1, 2)])
+    w, _ = run(job, [StreamRecord(1, 10), 2, Watermark(5), StreamRecord(3, 20)])
+    assert [(r.value, r.timestamp) for r in w.sink[("out", 0)].records] == [(2, 10), (3, None), (4, 20)]
+    w, _ = run(job, [1, 2], plain_values=True)
+    assert w.sink_values("out") == [2, 3]
+
+
+def test_output_types_built_as_flink_does():
+    nodes = [node(0, K.SOURCE), node(1, K.MAP, lambda x: x), node(2, K.SINK, name="a"), node(3, K.MAP, lambda x: x),
+             node(4, K.MAP, lambda x: x, parallelism=2)]
+    edges = [edge(0, 1), edge(1, 2), edge(1, 3), edge(3, 4, PartitionSpec(Partitioner.REBALANCE))]
+    job = build_job(nodes, edges, chains=[[0, 1, 2, 3], [4]])
+    w = MemoryWriters()
+    chain = OperatorChain(job, "c0", 0, "r", w.record_writer_factory, w.sink_writer_factory)
+    ops = chain.operators
+    assert isinstance(ops[0].output, CopyingChainingOutput) and not ops[0].output.needs_copy  # source: fresh values
+    assert isinstance(ops[1].output, BroadcastingOutputCollector)
+    assert [type(o) for o in ops[1].output.outputs] == [CopyingChainingOutput, CopyingChainingOutput]
+    assert isinstance(ops[3].output, RecordWriterOutput)
+    reuse = build_job(nodes, edges, chains=[[0, 1, 2, 3], [4]], object_reuse=True)
+    chain = OperatorChain(reuse, "c0", 0, "r", w.record_writer_factory, w.sink_writer_factory)
+    assert type(chain.operators[0].output) is ChainingOutput
+    chain.run([1, 2, 3])
+    assert w.edge_values("map3__map4", 0) == [1, 3] and w.edge_values("map3__map4", 1) == [2]  # round robin from subtask 0
+    # watermarks go to every channel (MAX at end of input)
+    assert w.channel[("map3__map4", 0)].channels[1][-1] == MAX_WATERMARK
+
+
+def test_without_object_reuse_a_branch_never_sees_a_sibling_mutation():
+    def mutate(d):
+        d["seen"] = "mutated"
+        return d
+
+    nodes = [node(0, K.SOURCE), node(1, K.MAP, lambda x: {"v": x}), node(2, K.MAP, mutate),
+             node(3, K.SINK, name="a"), node(4, K.MAP, lambda d: dict(d)), node(5, K.SINK, name="b")]
+    edges = [edge(0, 1), edge(1, 2), edge(2, 3), edge(1, 4), edge(4, 5)]
+    for reuse in (False, True):  # fan-out copies for all but the last branch even with reuse (Flink)
+        w, _ = run(build_job(nodes, edges, object_reuse=reuse), [1])
+        assert w.sink_values("b") == [{"v": 1}]
+
+
+def test_object_reuse_shares_records_along_a_chain():
+    shared = {"n": 0}
+
+    def bump(d):
+        d["n"] += 1
+        return d
+
+    nodes = [node(0, K.SOURCE), node(1, K.MAP, lambda x: shared), node(2, K.MAP, bump), node(3, K.SINK, name="o")]
+    edges = [edge(0, 1), edge(1, 2), edge(2, 3)]
+    run(build_job(nodes, edges, object_reuse=False), [1, 2])
+    assert shared == {"n": 0}  # each downstream got a copy
+    run(build_job(nodes, edges, object_reuse=True), [1, 2])
+    assert shared == {"n": 2}
+
+
+class Splitter(ProcessFunction):
+    def process_element(self, value, ctx):
+        if value < 0:
+            ctx.output(OutputTag("neg"), value)
+        elif value % 2:
+            yield OutputTag("odd"), value
+        else:
+            yield value
+
+
+def test_side_outputs_chained_and_across_chains():
+    nodes = [node(0, K.SOURCE), node(1, K.PROCESS, Splitter()), node(2, K.SINK, name="main"),
+             node(3, K.SINK, name="neg"), node(4, K.MAP, lambda x: x * 10, parallelism=1)]
+    edges = [edge(0, 1), edge(1, 2), edge(1, 3, output_tag="neg"), edge(1, 4, output_tag="odd")]
+    job = build_job(nodes, edges, chains=[[0, 1, 2, 3], [4]])
+    w, m = run(job, [1, 2, -3, 4, 5, "x"[:0] or 6])
+    assert w.sink_values("main") == [2, 4, 6]
+    assert w.sink_values("neg") == [-3]
+    assert w.edge_values("process1__map4") == [1, 5]
+    proc = m.operator("process1").to_dict()
+    assert proc["records_out"] == 3 and proc["side_outputs"] == {"neg": 1, "odd": 2}
+
+
+def test_split_select_via_directed_output():
+    p = StreamPipeline("split")
+    s = p.from_collection([]).map(lambda x: x).split(lambda x: ["even"] if x % 2 == 0 else ["odd", "all"])
+    s.select("even").collect("even")
+    s.select("odd").collect("odd")
+    s.select("odd", "all").collect("odd_or_all")
+    s.map(lambda x: x).collect("everything")  # no selected names: every record
+    job = p.plan()
+    assert len(job.chains) == 1
+    w = MemoryWriters()
+    chain = OperatorChain(job, job.chains[0].id, 0, "r", w.record_writer_factory, w.sink_writer_factory)
+    assert any(isinstance(op.output, DirectedOutput) for op in chain.all_operators)
+    chain.run(range(5))
+    assert w.sink_values("even") == [0, 2, 4]
+    assert w.sink_values("odd") == [1, 3]
+    assert w.sink_values("odd_or_all") == [1, 3]  # once each, although selected by two names
+    assert w.sink_values("everything") == [0, 1, 2, 3, 4]
+
+
+def test_api_pipeline_runs_through_run_subtask():
+    p = StreamPipeline("api")
+    late = OutputTag("odd")
+
+    def proc(v, ctx):
+        if v % 2:
+            ctx.output(late, v)
+        yield v * 10
+
+    m = p.from_collection([]).map(lambda x: x + 1).filter(lambda x: x % 3 != 0).process(proc)
+    m.collect("out")
+    m.get_side_output(late).collect("odd")
+    job = p.plan()
+    w = MemoryWriters()
+    from airflow_flinkchain.runtime.operator_chain import run_subtask
+    run_subtask(job, job.chains[0].id, 0, "r", range(6), w.record_writer_factory, w.sink_writer_factory)
+    assert w.sink_values("out") == [10, 20, 40, 50]
+    assert w.sink_values("odd") == [1, 5]
