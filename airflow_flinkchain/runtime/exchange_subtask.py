@@ -34,6 +34,7 @@ class SubtaskSpec:
     inputs: list = field(default_factory=list)  # [(edge id, committed Location, upstream parallelism)]
     outputs: dict = field(default_factory=dict)  # edge id -> {location, channels, output_type, label}
     sinks: dict = field(default_factory=dict)  # sink node key -> {kind, location, ...}
+    runner: Any = None  # run_subtask stand-in (None: the core's); a seam for runtime tests
 
 
 class DatasetSink:
@@ -110,8 +111,6 @@ def writer_factories(spec: SubtaskSpec, written: dict):
 def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     from pyspark import TaskContext
 
-    from airflow_flinkchain.runtime.operator_chain import run_subtask
-
     k = TaskContext.get().partitionId()
     report: dict[str, Any] = {"subtask": k}
     written: dict[str, Any] = {}
@@ -119,6 +118,10 @@ def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.Record
         job = _plan(plan_broadcast.value)
         inputs = subtask_inputs(job, spec, k, batches)
         record_writer, sink_writer = writer_factories(spec, written)
+        if spec.runner is None:
+            from airflow_flinkchain.runtime.operator_chain import run_subtask
+        else:
+            run_subtask = spec.runner
         metrics = run_subtask(job, spec.chain_id, k, spec.run_id, inputs, record_writer, sink_writer)
         report["operators"] = metrics.to_dict()
         report["written"] = {name: _count(w) for name, w in written.items()}

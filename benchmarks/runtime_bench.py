@@ -1,0 +1,110 @@
+"""Chain runtime vs hand-fused mapInArrow: same input, same three functions.
+
+    .venv/bin/python -m benchmarks.runtime_bench [--records 2000000] [--parallelism 2]
+
+Input: a Parquet file of N small dict records {"x": int}. Both variants read it
+with Spark, repartition to P, run map -> filter -> flat_map and write Parquet:
+  * chain: `run_chain` of a one-chain pipeline (source -> map -> filter ->
+    flat_map -> Parquet sink), i.e. the OperatorChain runtime with its outputs,
+    counters and commit;
+  * fused: the three functions inlined in one mapInArrow function, written with
+    DataFrame.write.parquet.
+Prints records/s (input records) of the best of `--repeat` runs and the ratio
+chain/fused (target >= 0.8). Not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def mapper(r):
+    return {"x": r["x"] * 3 + 1}
+
+
+def keep(r):
+    return r["x"] % 2 == 0
+
+
+def expand(r):
+    return [r, {"x": r["x"] + 1}]
+
+
+def run_fused(spark, path: str, out: str, parallelism: int) -> None:
+    schema = pa.schema([("x", pa.int64())])
+
+    def fused(batches):
+        for batch in batches:
+            out_rows = []
+            for r in batch.to_pylist():
+                r = mapper(r)
+                if keep(r):
+                    out_rows.extend(expand(r))
+            yield pa.RecordBatch.from_pylist(out_rows, schema=schema)
+
+    spark.read.parquet(path).repartition(parallelism).mapInArrow(fused, "x long").write.mode(
+        "overwrite").parquet(out)
+
+
+def build_chain(path: str, out: str, parallelism: int):
+    from airflow_flinkchain import StreamPipeline
+    from airflow_flinkchain.io import ParquetSink, ParquetSource
+
+    p = StreamPipeline("bench", parallelism=parallelism)
+    (p.from_source(ParquetSource(path), name="src").map(mapper).name("map").filter(keep).name("filter")
+     .flat_map(expand).name("flat_map").sink_to(ParquetSink(out, output_type={"x": "int64"}), name="sink"))
+    job = p.plan()
+    assert len(job.chains) == 1, [c.operator_names for c in job.chains]
+    return job
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--parallelism", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from airflow_flinkchain.runtime.serialize import dumps_plan
+    from airflow_flinkchain.runtime.session import get_or_create_spark
+    from airflow_flinkchain.runtime.spark_job import run_chain
+
+    spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench")
+    tmp = tempfile.mkdtemp(prefix="flinkchain-bench-")
+    try:
+        path = os.path.join(tmp, "input.parquet")
+        pq.write_table(pa.table({"x": pa.array(range(args.records), pa.int64())}), path, row_group_size=256_000)
+        job = build_chain(path, os.path.join(tmp, "chain_out"), args.parallelism)
+        plan = dumps_plan(job)
+        chain_id = job.chains[0].id
+        times = {"chain": [], "fused": []}
+        for i in range(args.repeat + 1):  # first round warms up Spark and the Python workers
+            t = time.perf_counter()
+            res = run_chain(spark, job, chain_id, f"bench{i}", os.path.join(tmp, "exchange"), plan_bytes=plan)
+            times["chain"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            run_fused(spark, path, os.path.join(tmp, "fused_out"), args.parallelism)
+            times["fused"].append(time.perf_counter() - t)
+        sink_out = sum(o["records"] for o in res.outputs)
+        fused_out = spark.read.parquet(os.path.join(tmp, "fused_out")).count()
+        assert sink_out == fused_out == args.records, (sink_out, fused_out)
+        best = {k: min(v[1:]) for k, v in times.items()}
+        for k in ("chain", "fused"):
+            print(f"{k:6s}: {args.records / best[k]:>12,.0f} records/s  (best {best[k]:.2f}s of {times[k][1:]})")
+        print(f"ratio chain/fused throughput: {best['fused'] / best['chain']:.2f}  (target >= 0.8)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
