@@ -227,7 +227,6 @@ class DataStream(_OperatorSettings):
                 f"{sorted(op.declared_output_tags)}. Add the tag to its output_tags, or fix the tag.",
                 operator=op.name,
             )
-        op.side_outputs_requested = True
         t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid)
         return DataStream(self._pipeline, t)
 

@@ -55,7 +55,6 @@ class OperatorTransformation(Transformation):
     selector_names: Optional[frozenset] = None
     # Side output tag ids the function declares (None: not declared, anything goes).
     declared_output_tags: Optional[frozenset] = None
-    side_outputs_requested: bool = False
 
 
 @dataclass(eq=False)
