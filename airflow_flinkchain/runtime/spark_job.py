@@ -201,6 +201,7 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
     for key, sink in spec.sinks.items():  # SQL first: the one commit that can fail for outside reasons
         if sink["kind"] == "sql":
             from airflow_flinkchain.io.sql import commit_table, resolve_url
+            from airflow_flinkchain.runtime.elements import StreamRecord
             from airflow_flinkchain.runtime.exchange import open_channel
             from airflow_flinkchain.runtime.exchange_types import parse_output_type
 
@@ -208,7 +209,7 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
             d = node.function
             rows = []
             for f in open_channel(sink["location"], f"stage:{key}", None) if sink["location"].exists() else []:
-                rows.extend(el for el in f.elements())
+                rows.extend(el.value for el in f.elements() if isinstance(el, StreamRecord))  # skip watermarks
             url = resolve_url(d.url, d.conn_id, sink["label"])
             n = commit_table(url, d.table, d.run_id_column, run_id, rows,
                              parse_output_type(d.output_type, sink["label"]), sink["label"])
