@@ -17,12 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from airflow_flinkchain.api.validation import (
+    check_dead_letter_policy,
     check_function,
     check_on_error,
     check_parallelism,
     declared_tags,
     tag_id,
 )
+from airflow_flinkchain.functions import DEAD_LETTER_TAG
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import ChainingStrategy, OperatorKind, Partitioner
 from airflow_flinkchain.graph.transformations import (
@@ -215,6 +217,10 @@ class DataStream(_OperatorSettings):
     def get_side_output(self, tag: Any) -> "DataStream":
         tid = tag_id(tag)
         op = self._op("get_side_output")
+        if tid == DEAD_LETTER_TAG.tag_id and not (
+            op.declared_output_tags is not None and tid in op.declared_output_tags
+        ):
+            return self._dead_letter_stream(op)
         if op.kind not in (OperatorKind.PROCESS, OperatorKind.KEYED_PROCESS):
             raise PlanningError(
                 f"operator {op.name!r} ({op.kind.value}) cannot emit side outputs: only process() "
@@ -228,6 +234,18 @@ class DataStream(_OperatorSettings):
                 operator=op.name,
             )
         t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid)
+        return DataStream(self._pipeline, t)
+
+    def dead_letters(self) -> "DataStream":
+        """The dead-letter side output of this operator (`on_error="dead_letter"`,
+        its own or the pipeline's): one dict per record its function failed on,
+        {"record", "operator", "error_type", "error"}. Same as
+        `get_side_output(DEAD_LETTER_TAG)`."""
+        return self._dead_letter_stream(self._op("dead_letters"))
+
+    def _dead_letter_stream(self, op: OperatorTransformation) -> "DataStream":
+        check_dead_letter_policy(op, self._pipeline.settings.get("on_error"))
+        t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=DEAD_LETTER_TAG.tag_id)
         return DataStream(self._pipeline, t)
 
     # -- partitioning ------------------------------------------------------

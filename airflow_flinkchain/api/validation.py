@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.functions import OutputTag
 from airflow_flinkchain.graph.errors import PlanningError
+from airflow_flinkchain.graph.model import OperatorKind
 
 ON_ERROR_CHOICES = ("fail", "dead_letter", "skip")
 
@@ -57,3 +58,23 @@ def declared_tags(fn: Any, explicit: Optional[Iterable[Any]]) -> Optional[frozen
     if isinstance(source, (OutputTag, str)):
         source = [source]
     return frozenset(tag_id(t) for t in source)
+
+
+def check_dead_letter_policy(op: Any, pipeline_on_error: Optional[str]) -> None:
+    """The dead-letter side output exists only for an operator that runs a user
+    function under on_error="dead_letter" (its own setting, else the pipeline's)."""
+    if op.kind in (OperatorKind.SOURCE, OperatorKind.SINK):
+        raise PlanningError(
+            f"operator {op.name!r} ({op.kind.value}) has no dead-letter output: only operators running a "
+            "user function (map, flat_map, filter, process, reduce) dead-letter records. Take the dead "
+            "letters of the operator after it.",
+            operator=op.name,
+        )
+    policy = op.on_error or pipeline_on_error or "fail"
+    if policy != "dead_letter":
+        raise PlanningError(
+            f"operator {op.name!r} has no dead-letter output: its on_error policy is {policy!r}. "
+            f"Set on_error='dead_letter' on it (e.g. .on_error('dead_letter') before dead_letters() / "
+            "get_side_output(DEAD_LETTER_TAG)) or on the pipeline (StreamPipeline(..., on_error='dead_letter')).",
+            operator=op.name,
+        )

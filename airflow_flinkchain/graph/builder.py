@@ -40,6 +40,8 @@ from airflow_flinkchain.graph.transformations import (
     UnionTransformation,
 )
 
+#: Tag id of the dead-letter side output (functions.DEAD_LETTER_TAG).
+DEAD_LETTER_TAG_ID = "dead_letter"
 MAX_MAX_PARALLELISM = 32768  # Flink's UPPER_BOUND_MAX_PARALLELISM
 # Keys never contain "__": edge ids join two keys with it (graph.model.edge_id).
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+|__+")
@@ -179,6 +181,7 @@ def build_stream_graph(
         routes = [r for i in t.inputs for r in resolver.routes(i)]
         group[t.id] = _slot_sharing_group(t, routes, group)
         for route in routes:
+            _check_dead_letter_route(route, on_error)
             edges.append(_edge(route, t, parallelism, mp, pair_count))
         _check_selected_names(t, routes)
         nodes.append(
@@ -262,6 +265,22 @@ def _edge(
         type_number=0,
         index=index,
     )
+
+
+def _check_dead_letter_route(route: _Route, pipeline_on_error: str) -> None:
+    """Re-checked at plan time: on_error may have changed after dead_letters()."""
+    src = route.source
+    if route.output_tag != DEAD_LETTER_TAG_ID or (
+        src.declared_output_tags is not None and DEAD_LETTER_TAG_ID in src.declared_output_tags
+    ):
+        return
+    policy = src.on_error or pipeline_on_error or "fail"
+    if policy != "dead_letter":
+        raise PlanningError(
+            f"operator {src.name!r}: its dead-letter output is used, but its on_error policy is {policy!r}, "
+            "so it never dead-letters a record. Set on_error='dead_letter' on it or on the pipeline.",
+            operator=src.name,
+        )
 
 
 def _check_selected_names(target: OperatorTransformation, routes: list[_Route]) -> None:
