@@ -85,6 +85,7 @@ class StreamOperator:
     def open(self) -> None:
         fn = self.node.function
         if isinstance(fn, Function):
+            self._function_open = True  # set before: a failing open() still gets its close() on dispose
             fn.open(self.runtime_context)
 
     def end_input(self) -> None:
@@ -93,10 +94,17 @@ class StreamOperator:
     def close(self) -> None:
         fn = self.node.function
         if isinstance(fn, Function):
+            self._function_open = False  # close() is called at most once, even if it raises
             fn.close()
 
     def dispose(self) -> None:
-        """Release resources; called tail to head even after a failure."""
+        """Release resources; called tail to head even after a failure. As Flink's
+        AbstractUdfStreamOperator.dispose: a function class that was opened but not
+        closed (the subtask failed before its close phase) gets its close() here,
+        so user resources are released on failures too."""
+        if getattr(self, "_function_open", False):
+            self._function_open = False
+            self.node.function.close()
 
     # ---- records ---------------------------------------------------------
     def make_process(self, emit: Optional[Callable], side: Callable[[str], Optional[Callable]]) -> Callable:
