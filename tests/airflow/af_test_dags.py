@@ -1,0 +1,40 @@
+"""DAGs of the end-to-end tests (copied into the test's dags folder)."""
+
+import pendulum
+from airflow.sdk import DAG
+
+import sample_data
+from airflow_flinkchain import StreamPipeline
+from flinkchain_orders import orders_pipeline
+
+START = pendulum.datetime(2026, 1, 1, tz="UTC")
+
+
+def mark_disposed():
+    import os
+
+    os.makedirs(sample_data.output_dir(), exist_ok=True)
+    open(os.path.join(sample_data.output_dir(), "failing.disposed"), "w").close()
+
+
+def explode_on_seven(x):
+    if x == 7:
+        raise ValueError("seven is not allowed")
+    return x
+
+
+with DAG("af_orders_keep", schedule=None, start_date=START, catchup=False) as orders_keep:
+    orders_pipeline(sample_data.sample_dir(), sample_data.output_dir(), sample_data.sqlite_url()).to_airflow(
+        keep_exchange=True)
+
+with DAG("af_failing", schedule=None, start_date=START, catchup=False) as failing:
+    p = StreamPipeline("failing", parallelism=1)
+    p.on_dispose(mark_disposed)
+    (p.from_collection(range(10)).name("numbers").map(explode_on_seven).name("explode")
+        .key_by(lambda x: x % 2).reduce(lambda a, b: a + b).name("total").collect("total"))
+    p.to_airflow()
+
+with DAG("af_tiny", schedule=None, start_date=START, catchup=False) as tiny:
+    t = StreamPipeline("tiny", parallelism=1)
+    t.from_collection(range(5)).name("numbers").map(lambda x: x * x).name("square").collect("squares")
+    t.to_airflow()
