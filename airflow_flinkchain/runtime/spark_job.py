@@ -150,6 +150,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
            "attempt": attempt_id, "spark_app_id": spark.sparkContext.applicationId, "state": "running",
            "error": None, "started_at": _now(), "ended_at": None, "operators": [], "outputs": []}
     attempt = area.attempt(chain_id, attempt_id)
+    spec = None
     try:
         attempt.clear_stale()
         spec = build_spec(job, chain_id, run_id, area, attempt_id, overrides)
@@ -178,6 +179,11 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         doc["ended_at"] = _now()
         try:
             attempt.discard()
+            # File sinks stage next to their target (same filesystem, rename commit): a failed
+            # attempt's staged files must not stay behind either.
+            for sink in (spec.sinks.values() if spec is not None else ()):
+                if sink["kind"] == "file" and sink["location"].exists():
+                    sink["location"].delete()
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
@@ -201,7 +207,7 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
     for key, sink in spec.sinks.items():  # SQL first: the one commit that can fail for outside reasons
         if sink["kind"] == "sql":
             from airflow_flinkchain.io.sql import commit_table, resolve_url
-            from airflow_flinkchain.runtime.elements import StreamRecord
+            from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
             from airflow_flinkchain.runtime.exchange import open_channel
             from airflow_flinkchain.runtime.exchange_types import parse_output_type
 
@@ -209,7 +215,9 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
             d = node.function
             rows = []
             for f in open_channel(sink["location"], f"stage:{key}", None) if sink["location"].exists() else []:
-                rows.extend(el.value for el in f.elements() if isinstance(el, StreamRecord))  # skip watermarks
+                # staged elements: bare values, StreamRecords (timestamped), Watermarks (skipped)
+                rows.extend(el.value if type(el) is StreamRecord else el
+                            for el in f.elements() if type(el) is not Watermark)
             url = resolve_url(d.url, d.conn_id, sink["label"])
             n = commit_table(url, d.table, d.run_id_column, run_id, rows,
                              parse_output_type(d.output_type, sink["label"]), sink["label"])
