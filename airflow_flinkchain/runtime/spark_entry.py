@@ -15,7 +15,11 @@ with state "failed" and the error; and at --metrics-out when given). Schema:
                   "skipped", "filtered", "time_ms"}],
    "outputs": [{"edge": id | "sink": node key, "kind", "path", "records"}]}
 Exit status 0 on success; on failure 1, with the error (naming the operator)
-printed as the last line on stderr. The last stdout line is the metrics JSON.
+printed as the last line on stderr. The metrics JSON is printed on stdout just
+before. Note: under spark-submit the Python driver's stdout and stderr both
+reach spark-submit's stdout (Spark's PythonRunner merges them), so there the
+error is the last line of spark-submit's stdout and the metrics JSON the line
+before it; Spark's own log lines go to spark-submit's stderr.
 """
 
 from __future__ import annotations
@@ -93,7 +97,10 @@ def main(argv: Optional[list] = None) -> int:
     if spark is not None:
         spark.stop()
     if error:
+        # spark-submit merges the Python driver's stderr into its stdout (PythonRunner):
+        # the error is the last line of stderr when run directly, of stdout under spark-submit
         print(f"flinkchain chain {args.chain!r} failed: {error}", file=sys.stderr)
+        sys.stderr.flush()
         return 1
     return 0
 

@@ -48,7 +48,7 @@ def test_rerun_of_a_chain_replaces_exchange_files_and_sql(spark, tmp_path):
     first = run_chain(spark, job, head, "run1", root, overrides=overrides)
     second = run_chain(spark, job, head, "run1", root, overrides=overrides)  # a retry / cleared task
     assert first.metrics["state"] == second.metrics["state"] == "success"
-    assert {o.get("sink") or o.get("edge"): o["records"] for o in second.outputs}["sql_sink"] == 4
+    assert {o.get("sink") or o.get("edge"): o["records"] for o in second.outputs}["sql_sink"] == 4, json.dumps(second.metrics)
 
     area = ExchangeArea(root, "idem", "run1")
     edge = job.chains[0].out_edges[0]
@@ -128,7 +128,7 @@ def test_spark_submit_entry_point(tmp_path):
 
     bad = submit("p.pkl")
     assert bad.returncode == 1
-    last = bad.stderr.strip().splitlines()[-1]
+    last = bad.stdout.strip().splitlines()[-1]  # PythonRunner merges the driver's stderr into stdout
     assert "operator 'divide'" in last and "ZeroDivisionError" in last, last
     assert json.loads(area.metrics(chain).read_text())["state"] == "failed"
 

@@ -153,18 +153,27 @@ class Mutate(MapFunction):
         return value
 
 
+class MainThenSide(ProcessFunction):
+    """Emits the same object to the main output, then to side output 'again'."""
+
+    def process_element(self, value, ctx):
+        yield value
+        ctx.output(OutputTag("again"), value)
+
+
 @pytest.mark.parametrize("reuse", [False, True])
 def test_object_reuse_on_off(spark, reuse):
     p = StreamPipeline("reuse", parallelism=1)
     if reuse:
         p.set_object_reuse(True)
-    src = p.from_collection([{"n": 0}]).name("src").map(lambda d: d).name("ident")
-    src.map(Mutate()).name("m1").collect("a")
-    src.map(lambda d: dict(d)).name("m2").collect("b")
+    proc = p.from_collection([{"n": 0}]).name("src").process(MainThenSide()).name("proc")
+    proc.map(Mutate()).name("mutate").collect("main")
+    proc.get_side_output(OutputTag("again")).map(lambda d: d).name("ident").collect("side")
     res = execute_pipeline(p, spark=spark)
-    assert res.output("a") == [{"n": 1}]
-    # copying outputs (default): the second branch never sees the first's mutation
-    assert res.output("b") == ([{"n": 1}] if reuse else [{"n": 0}])
+    assert res.output("main") == [{"n": 1}]
+    # default (CopyingChainingOutput): the side branch gets its own copy; with object
+    # reuse (ChainingOutput) it gets the very object the main branch mutated
+    assert res.output("side") == ([{"n": 1}] if reuse else [{"n": 0}])
 
 
 def test_user_error_names_operator_and_commits_nothing(spark, tmp_path):
