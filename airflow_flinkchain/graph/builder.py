@@ -88,9 +88,10 @@ def assign_keys(operators: Iterable[OperatorTransformation]) -> dict[int, str]:
         if key in used:
             other = used[key]
             raise PlanningError(
-                f"operators {other.name!r} and {t.name!r} have the same uid {t.uid!r}"
-                if other.uid == t.uid
-                else f"uids {other.uid!r} ({other.name!r}) and {t.uid!r} ({t.name!r}) map to the same key {key!r}",
+                (f"operators {other.name!r} and {t.name!r} have the same uid {t.uid!r}"
+                 if other.uid == t.uid
+                 else f"uids {other.uid!r} ({other.name!r}) and {t.uid!r} ({t.name!r}) map to the same key {key!r}")
+                + ": uids must be unique in a pipeline; give each operator its own uid()",
                 operator=t.name,
             ) from None
         keys[t.id] = key
@@ -179,6 +180,14 @@ def build_stream_graph(
             )
         parallelism[t.id], max_par[t.id] = p, mp
         routes = [r for i in t.inputs for r in resolver.routes(i)]
+        for route in routes:
+            if route.source.id not in parallelism or route.source is t:  # inputs come first, unless looped back
+                raise PlanningError(
+                    f"pipeline {name!r} has a cycle: operator {t.name!r} reads from {route.source.name!r}, "
+                    f"which is created after it (downstream): a pipeline must be a DAG. Remove the edge that "
+                    f"feeds {route.source.name!r}'s output back into {t.name!r}.",
+                    operator=t.name,
+                )
         group[t.id] = _slot_sharing_group(t, routes, group)
         for route in routes:
             _check_dead_letter_route(route, on_error)

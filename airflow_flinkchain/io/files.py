@@ -20,7 +20,8 @@ def read_source_dataframe(spark, source, path: str, parallelism: int, where: str
 
     loc = Location(path)
     if loc.is_local and not loc.exists():
-        raise FileNotFoundError(f"{where}: source path {path!r} does not exist (rendered from {source.path!r})")
+        raise FileNotFoundError(f"{where}: source path {path!r} does not exist (rendered from {source.path!r}); "
+                                f"create it, or fix the path / its template")
     reader = spark.read.format(source.format)
     options = dict(source.options)
     schema = parse_output_type(source.schema, where)

@@ -72,11 +72,40 @@ def dumps_plan(obj: Any) -> bytes:
         with _by_value():
             return cloudpickle.dumps(obj, protocol=5)
     except Exception as exc:
+        culprit = _unpicklable_operator(obj)
         raise TypeError(
-            f"the pipeline cannot be serialized ({type(exc).__name__}: {exc}); user functions and "
+            f"{culprit or 'the pipeline'} cannot be serialized ({type(exc).__name__}: {exc}); user functions and "
             "their closures must be picklable: avoid capturing open connections, locks, Spark "
             "sessions or generators; open such resources in the function's open() instead"
         ) from exc
+
+
+def _unpicklable_operator(obj: Any) -> Any:
+    """'operator NAME (its function)' for the first operator of a plan whose function,
+    key selector or output selector cannot be pickled; None when none is found."""
+    graph = getattr(obj, "stream_graph", obj)
+    for node in getattr(graph, "nodes", ()):
+        for what in ("function", "key_selector", "output_selector"):
+            fn = getattr(node, what, None)
+            if fn is None:
+                continue
+            try:
+                with _by_value():
+                    cloudpickle.dumps(fn, protocol=5)
+            except Exception:
+                return f"operator {node.name!r} (its {what.replace('_', ' ')})"
+    for edge in getattr(graph, "edges", ()):
+        part = getattr(edge, "partitioner", None)
+        for what in ("key_selector", "custom_partitioner"):
+            fn = getattr(part, what, None)
+            if fn is None:
+                continue
+            try:
+                with _by_value():
+                    cloudpickle.dumps(fn, protocol=5)
+            except Exception:
+                return f"the {what.replace('_', ' ')} of the edge into operator {graph.node(edge.target_id).name!r}"
+    return None
 
 
 def loads_plan(data: bytes) -> Any:

@@ -152,6 +152,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
     attempt = area.attempt(chain_id, attempt_id)
     spec = None
     try:
+        _check_output_types(job, chain)
         attempt.clear_stale()
         spec = build_spec(job, chain_id, run_id, area, attempt_id, overrides)
         plan = spark.sparkContext.broadcast(plan_bytes if plan_bytes is not None else dumps_plan(job))
@@ -187,6 +188,22 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+def _check_output_types(job, chain) -> None:
+    """Start of the run: every output_type of the chain's operators (and of its file/SQL
+    sinks) must parse, whether or not a record ever crosses an exchange or reaches a file."""
+    from airflow_flinkchain.runtime.exchange_types import parse_output_type
+
+    g = job.stream_graph
+    for nid in chain.node_ids:
+        node = g.node(nid)
+        declared = [(node.output_type, f"operator {node.name!r}")]
+        if node.kind is OperatorKind.SINK:
+            declared.append((getattr(node.function, "output_type", None), f"sink {node.name!r}"))
+        for output_type, label in declared:
+            if output_type is not None:
+                parse_output_type(output_type, label)
 
 
 def _error_text(exc: BaseException) -> str:
