@@ -17,7 +17,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__DAGS_FOLDER ?= $(abspath dags)
 export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
-.PHONY: venv system-deps airflow-db test test-fast demo bench plan clean
+.PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow plan clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ demo: venv airflow-db
 
 bench: venv airflow-db
 	$(BIN)/python -m benchmarks.run
+
+# Same 8-operator pipeline through Airflow, chained (2 tasks) vs unchained (8 tasks).
+bench-airflow: venv airflow-db
+	$(BIN)/python -m benchmarks.airflow_bench
 
 clean:
 	rm -rf build .pytest_cache
