@@ -11,9 +11,11 @@ earlier attempt wrote, it never duplicates (see `runtime.spark_job`).
   the Parquet/CSV schema and validates records; without it the schema is
   inferred from the records. `path` may hold `{{ ds }}` / `{{ run_id }}`.
 * `SqlSink(table, url=... | conn_id=...)`: rows appended to `table` with a
-  `_run_id` column (name: `run_id_column`). Subtasks stage their rows; after
-  all succeeded the driver, in ONE transaction, deletes the rows of this run id
-  and inserts the staged ones: a retried run replaces its rows. The table is
+  `_run_id` column (name: `run_id_column`) and a `_dag_id` column (name:
+  `dag_id_column`; None to omit). Subtasks stage their rows; after all succeeded
+  the driver, in ONE transaction, deletes the rows of this (dag id, run id) and
+  inserts the staged ones: a retried run replaces its rows, another DAG's run
+  with the same run id keeps its own. The table is
   created when missing (column types from the first records, or output_type).
 """
 
@@ -77,6 +79,9 @@ class SqlSink(Sink):
     conn_id: Optional[str] = None
     run_id_column: str = "_run_id"
     output_type: Any = None
+    #: With the run id, the key of a run's rows (tables created by the sink get it):
+    #: two DAGs' scheduled runs share run ids. None: key by the run id alone.
+    dag_id_column: Optional[str] = "_dag_id"
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.conn_id is None):

@@ -76,15 +76,23 @@ def _arrow_to_sa(t):
 
 
 def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: list[dict],
-                 schema=None, where: str = "") -> int:
-    """In ONE transaction: delete this run's rows, insert `rows`. Returns rows inserted."""
+                 schema=None, where: str = "", dag_id_column: Optional[str] = None,
+                 dag_id: Optional[str] = None) -> int:
+    """In ONE transaction: delete this run's rows, insert `rows`. Returns rows inserted.
+
+    A run is (dag id, run id) when `dag_id_column` is given and the table has it
+    (tables created here get it): scheduled runs of two DAGs have the same run id,
+    and one DAG's retry must not delete the other's rows. A pre-existing table
+    without that column is keyed by the run id alone."""
     import sqlalchemy as sa
 
+    reserved = {c for c in (run_id_column, dag_id_column) if c}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise TypeError(f"{where}: SQL sink records must be dicts of column -> value, got {row!r}")
-        if run_id_column in row:
-            raise ValueError(f"{where}: record has the reserved column {run_id_column!r}: {row!r}")
+        clash = reserved.intersection(row)
+        if clash:
+            raise ValueError(f"{where}: record has the reserved column {sorted(clash)[0]!r}: {row!r}")
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
@@ -102,11 +110,16 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
                     cols = [sa.Column(k, _sa_type(v)) for k, v in rows[0].items()]
                 else:
                     return 0  # nothing to write and no table to create from
+                if dag_id_column and dag_id is not None:
+                    cols.append(sa.Column(dag_id_column, sa.String(250), index=True))
                 tbl = sa.Table(table, meta, *cols, sa.Column(run_id_column, sa.String(250), index=True))
                 meta.create_all(conn)
-            conn.execute(tbl.delete().where(tbl.c[run_id_column] == run_id))
+            scope = {run_id_column: run_id}
+            if dag_id_column and dag_id is not None and dag_id_column in tbl.c:
+                scope[dag_id_column] = dag_id
+            conn.execute(tbl.delete().where(*(tbl.c[k] == v for k, v in scope.items())))
             for start in range(0, len(rows), 5000):
-                chunk = [{**r, run_id_column: run_id} for r in rows[start:start + 5000]]
+                chunk = [{**r, **scope} for r in rows[start:start + 5000]]
                 conn.execute(tbl.insert(), chunk)
         return len(rows)
     finally:

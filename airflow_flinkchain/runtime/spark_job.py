@@ -236,8 +236,13 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
                 rows.extend(el.value if type(el) is StreamRecord else el
                             for el in f.elements() if type(el) is not Watermark)
             url = resolve_url(d.url, d.conn_id, sink["label"])
-            n = commit_table(url, d.table, d.run_id_column, run_id, rows,
-                             parse_output_type(d.output_type, sink["label"]), sink["label"])
+            schema = parse_output_type(d.output_type, sink["label"])
+            if schema is not None and rows:  # a declared type is checked, never left to the database
+                from airflow_flinkchain.runtime.exchange_types import records_to_batch
+
+                records_to_batch(rows, [None] * len(rows), schema, sink["label"])
+            n = commit_table(url, d.table, d.run_id_column, run_id, rows, schema, sink["label"],
+                             dag_id_column=getattr(d, "dag_id_column", None), dag_id=area.dag_id)
             outputs.append({"sink": key, "kind": "sql", "path": d.table, "records": n})
     for e in spec.outputs:
         replace(spec.outputs[e]["location"], area.edge(e), area.trash())

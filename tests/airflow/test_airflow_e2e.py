@@ -31,6 +31,7 @@ def sql_rows(db: str, table: str, run_column: str = "_run_id") -> dict:
         by_run: dict = {}
         for r in cur.fetchall():
             rec = dict(zip(names, r))
+            rec.pop("_dag_id", None)  # the DAG (or pipeline) that wrote the row
             by_run.setdefault(rec.pop(run_column), Counter())[tuple(sorted(rec.items()))] += 1
         return by_run
     finally:
