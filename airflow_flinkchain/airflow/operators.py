@@ -139,12 +139,15 @@ class ChainSubmitOperator(SparkSubmitOperator):
             store_call("record_attempt", store.record_attempt, doc, try_number=run.try_number)
         operators = metrics.get("operators") or []
         summary["state"] = metrics.get("state")
-        summary["operators"] = {
-            str(o.get("operator") or o.get("name") or o.get("key")): {
-                k: o[k] for k in ("records_in", "records_out", "filtered", "dead_lettered", "time_ms") if k in o
-            }
-            for o in operators if isinstance(o, dict)
-        }
+        totals: dict[str, dict[str, float]] = {}
+        for o in operators:  # one entry per operator and subtask: sum over subtasks
+            if not isinstance(o, dict):
+                continue
+            t = totals.setdefault(str(o.get("name") or o.get("key")), {})
+            for k in ("records_in", "records_out", "filtered", "dead_lettered", "time_ms"):
+                if isinstance(o.get(k), (int, float)):
+                    t[k] = round(t.get(k, 0) + o[k], 3)
+        summary["operators"] = totals
         summary["outputs"] = metrics.get("outputs") or []
         return summary
 
