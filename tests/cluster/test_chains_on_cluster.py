@@ -59,8 +59,9 @@ def test_user_error_reaches_the_submitter_through_the_exchange_root(standalone_c
     res = run.results[chain_id]
     assert res.returncode == 1
     # spark_entry prints the error (naming the operator) on stderr; JVM shutdown logs may follow it.
-    failed = [l for l in res.stderr.splitlines() if l.startswith(f"flinkchain chain {chain_id!r} failed")]
-    assert failed and "explode" in failed[-1] and "boom on record 3" in failed[-1], res.stderr[-3000:]
+    output = res.stdout + "\n" + res.stderr
+    failed = [l for l in output.splitlines() if f"chain {chain_id!r} failed" in l]
+    assert failed and "explode" in failed[-1] and "boom on record 3" in failed[-1], output[-3000:]
     doc = run.metrics(chain_id)
     assert doc["state"] == "failed"
     assert "explode" in doc["error"] and "boom on record 3" in doc["error"]
