@@ -67,13 +67,17 @@ def test_tiny_dag_succeeds_under_the_scheduler(airflow_home, tmp_path):
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only af_tiny gets unpaused
     }
     exe = os.path.join(os.path.dirname(sys.executable), "airflow")
     log = open(tmp_path / "airflow-components.log", "w")
     # One new session = one process group for all three components: stopped together below.
     group = subprocess.Popen(
-        ["bash", "-c", f"'{exe}' api-server --port {port} & '{exe}' scheduler & '{exe}' dag-processor & wait"],
+        ["bash", "-c",
+         # The API server first: workers report to it (execution API); then the scheduler and parser.
+         f"'{exe}' api-server --port {port} & "
+         f"for i in $(seq 180); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 1; done; "
+         f"'{exe}' scheduler & '{exe}' dag-processor & wait"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 300
@@ -83,6 +87,8 @@ def test_tiny_dag_succeeds_under_the_scheduler(airflow_home, tmp_path):
                 break
             time.sleep(5)
         assert trig.returncode == 0, trig.stdout[-3000:] + trig.stderr[-3000:]
+        unpause = airflow(env, "dags", "unpause", DAG_ID)
+        assert unpause.returncode == 0, unpause.stdout[-3000:] + unpause.stderr[-3000:]
         state = None
         deadline = time.time() + 900
         while time.time() < deadline:
