@@ -16,10 +16,11 @@ flat_map's output count; everything else is derived (map out = in - errors).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from airflow_flinkchain.graph.model import OperatorKind
-from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, copy_record
+from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, RC_ITEM, RC_PRIVATE, RC_SEQ, copy_record
 from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.errors import ChainExecutionError
 from airflow_flinkchain.runtime.outputs import ChainingOutput, RecordWriterOutput
@@ -43,6 +44,8 @@ class Segment:
         self._flushed = (0, {}, {})
         ns: dict[str, Any] = {
             "IMM": IMMUTABLE_TYPES, "copy_record": copy_record, "CEE": ChainExecutionError,
+            "allimm": IMMUTABLE_TYPES.issuperset, "rc": sys.getrefcount, "RCP": RC_PRIVATE, "RCI": RC_ITEM,
+            "RCS": RC_SEQ, "SEQ": frozenset({list, tuple}),
             "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
             "on_wm": ops[0].process_watermark,
         }
@@ -125,6 +128,35 @@ _TERMINALS = {
 }
 
 
+def _private_test(kind, v: str, i: int):
+    """Python condition true when the output `v` of operator i is referenced by
+    the generated code's locals only (None: no such test for this kind).
+
+    Object reuse off, Flink copies each record an operator emits, so that
+    nobody can mutate it under the next operator. That copy is unobservable
+    when nothing but the generated code's own local variables references the
+    record, which CPython's refcount states exactly (RC_* are calibrated in
+    copying.py): the user function kept no reference (no attribute, closure
+    cell, container, generator frame, ...; plain dicts support no weak
+    references), so the next operator is its only holder. This is used for
+    plain dicts whose keys and values are all immutable scalars only - a
+    nested mutable value might be shared, and is copied as before.
+      map:      v = fn(x)  -> v is private iff refcount(v) == RC_PRIVATE
+                (an operator returning its input fails this: x holds it too);
+      flat_map: for v in r -> v is private iff refcount(v) == RC_PRIVATE (an
+                iterator that keeps no reference), or r is a list/tuple that
+                only the loop holds (refcount(r) == RC_SEQ) and v is in it once
+                (refcount(v) == RC_ITEM); a record emitted twice is copied.
+    """
+    if RC_PRIVATE is None:
+        return None
+    if kind is K.MAP:
+        return f"rc({v}) == RCP"
+    if kind is K.FLAT_MAP:
+        return f"(rc({v}) == RCP or (rc({v}) == RCI and type(r{i}) in SEQ and rc(r{i}) == RCS))"
+    return None
+
+
 def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
     n = len(ops)
     filters = [i for i, op in enumerate(ops) if op.kind is K.FILTER]
@@ -142,7 +174,14 @@ def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
         def then(v: str, ind2: int) -> list[str]:
             lines = []
             if i < n - 1 and copies[i]:
-                lines.append("    " * ind2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
+                pad2 = "    " * ind2
+                private = _private_test(kind, v, i)
+                if private is None:
+                    lines.append(pad2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
+                else:  # see copying.py: a flat dict only our locals reference needs no copy
+                    lines += [pad2 + f"if type({v}) not in IMM and not (type({v}) is dict and {private}",
+                              pad2 + f"        and allimm(map(type, {v}.values())) and allimm(map(type, {v}))):",
+                              pad2 + f"    {v} = copy_record({v})"]
             return lines + stage(i + 1, v, ind2)
 
         if kind is K.SOURCE:
