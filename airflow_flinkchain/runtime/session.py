@@ -40,9 +40,12 @@ def get_or_create_spark(master: Optional[str] = None, app_name: str = "flinkchai
     if master or not launched_by_spark_submit():
         builder = builder.master(master or "local[2]").appName(app_name)
     else:
-        from pyspark import SparkConf
+        from pyspark import SparkConf, SparkContext
 
-        submitted = SparkConf()  # loads the spark-submit conf from the JVM
+        # The gateway JVM holds the submitted conf as system properties; SparkConf()
+        # only sees them once the gateway is up (before that it is an empty dict).
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
         if not submitted.contains("spark.app.name"):
             builder = builder.appName(app_name)
     for k, v in DEFAULT_CONF.items():
