@@ -1,0 +1,69 @@
+"""Shared helpers of the `make bench` harness: run statistics, machine facts, timing."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def summarize(samples: list) -> dict:
+    """Median, min and max of a list of numbers (the samples kept too)."""
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "samples": [round(s, 6) for s in samples]}
+
+
+def throughput(records: int, seconds: dict) -> dict:
+    """records/s of a seconds summary: median from the median time, min from the max time."""
+    return {"median": records / seconds["median"], "min": records / seconds["max"],
+            "max": records / seconds["min"]}
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def memory_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def machine_info() -> dict:
+    """Cores, memory, load average, versions, date: what the numbers were measured on."""
+    versions = {"python": sys.version.split()[0]}
+    for mod in ("pyspark", "airflow", "pyarrow"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - a missing optional module is a fact, not an error
+            versions[mod] = None
+    try:
+        import pyflink  # noqa: F401
+
+        from importlib.metadata import version
+
+        versions["apache-flink"] = version("apache-flink")
+    except Exception:  # noqa: BLE001
+        versions["apache-flink"] = None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": memory_bytes(),
+        "load_average_at_start": list(os.getloadavg()),
+        "versions": versions,
+    }

@@ -1,0 +1,104 @@
+"""PNG plots of a `make bench` report (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+VARIANT_LABELS = {"chain": "chain runtime", "fused": "(a) hand-fused\nmapInArrow", "rdd": "(b) rdd.\nmapPartitions",
+                  "native": "(c) native\nDataFrame", "staged": "(d) one stage\nper operator"}
+
+
+def _err(stat: dict) -> list:
+    return [[stat["median"] - stat["min"]], [stat["max"] - stat["median"]]]
+
+
+def plot_runtime(rt: dict, path: str) -> None:
+    shapes = list(rt["pipelines"])
+    variants = list(VARIANT_LABELS)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(6 * len(shapes), 4.5), squeeze=False)
+    for ax, shape in zip(axes[0], shapes):
+        data = rt["pipelines"][shape]["records_per_s"]
+        for i, v in enumerate(variants):
+            s = data[v]
+            ax.bar(i, s["median"] / 1e3, yerr=[[e / 1e3 for e in es] for es in _err(s)], capsize=4,
+                   color="tab:orange" if v == "chain" else "tab:blue")
+        ax.set_xticks(range(len(variants)), [VARIANT_LABELS[v] for v in variants], fontsize=8)
+        ax.set_ylabel("thousand input records / s (median, min-max)")
+        ratio = rt["pipelines"][shape]["ratios"]["chain_over_fused"]
+        ax.set_title(f"{shape.replace('_', ' ')}: {rt['records']:,} records, P={rt['parallelism']}\n"
+                     f"chain / hand-fused = {ratio:.2f} (target >= 0.8)", fontsize=10)
+        ax.set_yscale("log")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_airflow(af: dict, path: str) -> None:
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for i, k in enumerate(("chained", "unchained")):
+        s = af["seconds"][k]
+        ax.bar(i, s["median"], yerr=_err(s), capsize=4, color="tab:orange" if k == "chained" else "tab:blue")
+    ax.set_xticks([0, 1], [f"chained\n({af['tasks'].get('chained')} task instances)",
+                           f"unchained\n({af['tasks'].get('unchained')} task instances)"])
+    ax.set_ylabel("DAG run wall-clock, s")
+    ax.set_title(f"Airflow + spark-submit, {af['records']:,} records\n"
+                 f"unchained / chained = {af['ratio_unchained_over_chained']:.2f}x (target >= 3x)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_parse(pc: dict, path: str) -> None:
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for i, k in enumerate(("baseline", "with_pipeline")):
+        s = pc["seconds"][k]
+        ax.bar(i, s["median"], yerr=_err(s), capsize=4, color="tab:blue" if k == "baseline" else "tab:orange")
+    ax.set_xticks([0, 1], ["DAG file\nwithout pipeline", f"with {pc['operators']}-operator\npipeline "
+                                                         f"({pc['airflow_tasks'].get('with_pipeline')} tasks)"])
+    ax.set_ylabel("DagBag parse, s")
+    ax.set_title(f"Parse cost: +{pc['extra_seconds']:.2f} s (target < 1 s)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_scale(sc: dict, path: str) -> None:
+    pts = sc["points"]
+    n = [p["records"] for p in pts]
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4.2))
+    for v, color in (("chain", "tab:orange"), ("fused", "tab:blue")):
+        secs = [p[v]["seconds"]["median"] for p in pts]
+        a1.errorbar(n, secs, yerr=[[p[v]["seconds"]["median"] - p[v]["seconds"]["min"] for p in pts],
+                                   [p[v]["seconds"]["max"] - p[v]["seconds"]["median"] for p in pts]],
+                    marker="o", color=color, label=VARIANT_LABELS[v].replace("\n", " "), capsize=3)
+        a2.plot(n, [p[v]["records_per_s"]["median"] / 1e3 for p in pts], marker="o", color=color,
+                label=VARIANT_LABELS[v].replace("\n", " "))
+        a3.plot(n, [p[v]["peak_worker_rss_bytes"] / 2**20 for p in pts], marker="o", color=color,
+                label=VARIANT_LABELS[v].replace("\n", " "))
+    a1.set(xlabel="input records", ylabel="wall-clock, s", title="cost (median, min-max)")
+    a2.set(xlabel="input records", ylabel="thousand records / s", title="throughput")
+    a3.set(xlabel="input records", ylabel="MiB", title="peak RSS of a Python worker")
+    a3.set_ylim(bottom=0)
+    for a in (a1, a2, a3):
+        a.legend(fontsize=8)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_plots(report: dict, out: str) -> list:
+    made = []
+    for key, fn in (("runtime", plot_runtime), ("airflow", plot_airflow), ("parse", plot_parse),
+                    ("scale", plot_scale)):
+        section = report.get(key)
+        if isinstance(section, dict) and "error" not in section and "status" not in section:
+            path = os.path.join(out, f"{key}.png")
+            fn(section, path)
+            made.append(os.path.basename(path))
+    return made

@@ -1,0 +1,402 @@
+"""Spark sections of `make bench`: runtime throughput (1) and the scale curve (4).
+
+Every variant reads the same generated Parquet input ({"x": int64}, N rows),
+repartitions it to P and writes Parquet, so only the per-record work differs:
+
+  chain     run_chain of a one-chain pipeline (the OperatorChain runtime)
+  fused     the same functions hand-fused in one mapInArrow function   (ceiling of per-record Python)
+  rdd       the same functions in rdd.mapPartitions
+  native    the same logic as DataFrame expressions                    (no Python per record)
+  staged    one Spark stage per operator, each a mapInArrow writing Parquet that the next reads
+            (what chaining removes)
+
+The 3-operator pipeline (map -> filter -> flat_map -> sink) reuses
+benchmarks.runtime_bench (build_chain, run_fused, mapper/keep/expand); the
+10-operator one (fan-out and a side output, three sinks) is defined here.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import resource
+import shutil
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_flinkchain import OutputTag
+from benchmarks import runtime_bench as rb
+from benchmarks.bench_common import summarize, throughput, timed
+
+X = pa.schema([("x", pa.int64())])
+TAGGED = pa.schema([("out", pa.int32()), ("x", pa.int64())])
+VARIANTS = ("chain", "fused", "rdd", "native", "staged")
+
+
+def write_input(path: str, records: int) -> None:
+    pq.write_table(pa.table({"x": pa.array(range(records), pa.int64())}), path, row_group_size=256_000)
+
+
+def _rows(batches):
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+# -- 10-operator pipeline: src -> parse -> valid -+-> route -> enrich -> expand -> sink_main
+#                                                 |        `-(side)-> side_fmt -> sink_side
+#                                                 `-> sink_audit                 (fan-out)
+def parse(r):
+    return {"x": r["x"] * 3 + 1}
+
+
+def valid(r):
+    return r["x"] % 2 == 0
+
+
+def is_side(r):
+    return r["x"] % 5 == 0
+
+
+def enrich(r):
+    return {"x": r["x"] + 7}
+
+
+def expand10(r):
+    return [r, {"x": r["x"] + 1}]
+
+
+def side_fmt(r):
+    return {"x": -r["x"]}
+
+
+SIDE = OutputTag("side")
+
+
+def route(value, ctx):
+    if is_side(value):
+        ctx.output(SIDE, value)
+    else:
+        yield value
+
+
+def build_chain10(path: str, out: str, parallelism: int):
+    from airflow_flinkchain import StreamPipeline
+    from airflow_flinkchain.io import ParquetSink, ParquetSource
+
+    x = {"x": "int64"}
+    p = StreamPipeline("bench10", parallelism=parallelism)
+    checked = p.from_source(ParquetSource(path), name="src").map(parse).name("parse").filter(valid).name("valid")
+    checked.sink_to(ParquetSink(os.path.join(out, "audit"), output_type=x), name="sink_audit")
+    routed = checked.process(route, output_tags=[SIDE]).name("route")
+    (routed.map(enrich).name("enrich").flat_map(expand10).name("expand")
+     .sink_to(ParquetSink(os.path.join(out, "main"), output_type=x), name="sink_main"))
+    (routed.get_side_output(SIDE).map(side_fmt).name("side_fmt")
+     .sink_to(ParquetSink(os.path.join(out, "side"), output_type=x), name="sink_side"))
+    job = p.plan()
+    assert len(job.chains) == 1, [c.operator_names for c in job.chains]
+    return job
+
+
+def fused10(batches):
+    for batch in batches:
+        tags, xs = [], []
+        for r in batch.to_pylist():
+            r = parse(r)
+            if not valid(r):
+                continue
+            tags.append(0)
+            xs.append(r["x"])
+            if is_side(r):
+                tags.append(1)
+                xs.append(side_fmt(r)["x"])
+            else:
+                for o in expand10(enrich(r)):
+                    tags.append(2)
+                    xs.append(o["x"])
+        yield pa.RecordBatch.from_arrays([pa.array(tags, pa.int32()), pa.array(xs, pa.int64())], schema=TAGGED)
+
+
+def rdd10(rows):
+    for row in rows:
+        r = parse({"x": row[0]})
+        if not valid(r):
+            continue
+        yield 0, r["x"]
+        if is_side(r):
+            yield 1, side_fmt(r)["x"]
+        else:
+            for o in expand10(enrich(r)):
+                yield 2, o["x"]
+
+
+def rdd3(rows):
+    for row in rows:
+        r = rb.mapper({"x": row[0]})
+        if rb.keep(r):
+            for o in rb.expand(r):
+                yield (o["x"],)
+
+
+def per_operator(kind: str, fn, schema=X):
+    """One operator as its own mapInArrow function (for the staged variant)."""
+    def run(batches):
+        for batch in batches:
+            out = []
+            for r in batch.to_pylist():
+                if kind == "map":
+                    out.append(fn(r))
+                elif kind == "filter":
+                    if fn(r):
+                        out.append(r)
+                else:
+                    out.extend(fn(r))
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+    return run
+
+
+def route_stage(batches):
+    for batch in batches:
+        out = [{"out": int(is_side(r)), "x": r["x"]} for r in batch.to_pylist()]
+        yield pa.RecordBatch.from_pylist(out, schema=TAGGED)
+
+
+def parquet_rows(directory: str) -> int:
+    """Rows of every Parquet file under a local directory, from the footers (no Spark job)."""
+    total = 0
+    for root, _, files in os.walk(directory):
+        for f in files:
+            if f.endswith(".parquet") and not f.startswith((".", "_")):
+                total += pq.ParquetFile(os.path.join(root, f)).metadata.num_rows
+    return total
+
+
+class RuntimeBench:
+    """Runs the variants of one pipeline shape on one input; each call = one timed run."""
+
+    def __init__(self, spark, tmp: str, path: str, records: int, parallelism: int):
+        self.spark, self.tmp, self.path, self.records, self.p = spark, tmp, path, records, parallelism
+        self.exchange = os.path.join(tmp, "exchange")
+        self.job3 = rb.build_chain(path, self.out("chain3"), parallelism)
+        self.job10 = build_chain10(path, self.out("chain10"), parallelism)
+        from airflow_flinkchain.runtime.serialize import dumps_plan
+
+        self.plan3, self.plan10 = dumps_plan(self.job3), dumps_plan(self.job10)
+        self.last_chain_outputs = {}
+
+    def out(self, name: str) -> str:
+        return os.path.join(self.tmp, "out", name)
+
+    def src(self):
+        return self.spark.read.parquet(self.path).repartition(self.p)
+
+    def _write(self, df, name, partition_by=None):
+        w = df.write.mode("overwrite")
+        if partition_by:
+            w = w.partitionBy(partition_by)
+        w.parquet(self.out(name))
+
+    # 3 operators ----------------------------------------------------------
+    def chain3(self):
+        from airflow_flinkchain.runtime.spark_job import run_chain
+
+        res = run_chain(self.spark, self.job3, self.job3.chains[0].id, f"r{uuid.uuid4().hex[:8]}", self.exchange,
+                        plan_bytes=self.plan3)
+        self.last_chain_outputs["3"] = sum(o["records"] for o in res.outputs)
+
+    def fused3(self):
+        rb.run_fused(self.spark, self.path, self.out("fused3"), self.p)
+
+    def rdd3(self):
+        rdd = self.src().rdd.mapPartitions(rdd3)
+        self._write(self.spark.createDataFrame(rdd, "x long"), "rdd3")
+
+    def native3(self):
+        from pyspark.sql import functions as F
+
+        x = F.col("x") * 3 + 1
+        df = self.src().select(x.alias("x")).filter(F.col("x") % 2 == 0)
+        self._write(df.select(F.explode(F.array(F.col("x"), F.col("x") + 1)).alias("x")), "native3")
+
+    def staged3(self):
+        prev = self.src()
+        for i, (kind, fn) in enumerate((("map", rb.mapper), ("filter", rb.keep), ("flat_map", rb.expand))):
+            self._write(prev.mapInArrow(per_operator(kind, fn), "x long"), f"staged3_{i}")
+            prev = self.spark.read.parquet(self.out(f"staged3_{i}"))
+
+    # 10 operators ---------------------------------------------------------
+    def chain10(self):
+        from airflow_flinkchain.runtime.spark_job import run_chain
+
+        res = run_chain(self.spark, self.job10, self.job10.chains[0].id, f"r{uuid.uuid4().hex[:8]}",
+                        self.exchange, plan_bytes=self.plan10)
+        self.last_chain_outputs["10"] = sum(o["records"] for o in res.outputs)
+
+    def fused10(self):
+        self._write(self.src().mapInArrow(fused10, "out int, x long"), "fused10", "out")
+
+    def rdd10(self):
+        rdd = self.src().rdd.mapPartitions(rdd10)
+        self._write(self.spark.createDataFrame(rdd, "out int, x long"), "rdd10", "out")
+
+    def native10(self):
+        from pyspark.sql import functions as F
+
+        x = F.col("x")
+        checked = self.src().select((x * 3 + 1).alias("x")).filter(x % 2 == 0)
+        audit = checked.select(F.lit(0).alias("out"), x)
+        side = checked.filter(x % 5 == 0).select(F.lit(1).alias("out"), (-x).alias("x"))
+        main = checked.filter(x % 5 != 0).select((x + 7).alias("x")).select(
+            F.lit(2).alias("out"), F.explode(F.array(x, x + 1)).alias("x"))
+        self._write(audit.unionByName(side).unionByName(main), "native10", "out")
+
+    def staged10(self):
+        read = self.spark.read.parquet
+        self._write(self.src().mapInArrow(per_operator("map", parse), "x long"), "s10_parse")
+        self._write(read(self.out("s10_parse")).mapInArrow(per_operator("filter", valid), "x long"), "s10_valid")
+        self._write(read(self.out("s10_valid")), "s10_sink_audit")  # the audit sink: its own stage
+        self._write(read(self.out("s10_valid")).mapInArrow(route_stage, "out int, x long"), "s10_route", "out")
+        self._write(read(self.out("s10_route/out=0")).mapInArrow(per_operator("map", enrich), "x long"),
+                    "s10_enrich")
+        self._write(read(self.out("s10_enrich")).mapInArrow(per_operator("flat_map", expand10), "x long"),
+                    "s10_sink_main")
+        self._write(read(self.out("s10_route/out=1")).mapInArrow(per_operator("map", side_fmt), "x long"),
+                    "s10_sink_side")
+
+    def output_counts(self) -> dict:
+        """Records written by the last run of each variant (a correctness check, untimed)."""
+        count = lambda name: parquet_rows(self.out(name))  # noqa: E731
+        return {
+            "3": {"chain": self.last_chain_outputs.get("3"), "fused": count("fused3"), "rdd": count("rdd3"),
+                  "native": count("native3"), "staged": count("staged3_2")},
+            "10": {"chain": self.last_chain_outputs.get("10"), "fused": count("fused10"), "rdd": count("rdd10"),
+                   "native": count("native10"),
+                   "staged": sum(count(n) for n in ("s10_sink_audit", "s10_sink_main", "s10_sink_side"))},
+        }
+
+
+def run_runtime(spark, tmp: str, records: int, parallelism: int, repeat: int, warmup: bool,
+                input_path: str) -> dict:
+    bench = RuntimeBench(spark, tmp, input_path, records, parallelism)
+    shapes = {"3": "map -> filter -> flat_map -> sink",
+              "10": "src -> parse -> valid -> {sink_audit, route -> enrich -> expand -> sink_main, "
+                    "route[side] -> side_fmt -> sink_side}"}
+    times = {shape: {v: [] for v in VARIANTS} for shape in shapes}
+    if warmup:  # JVM JIT, Python worker start, first-job overheads: not measured
+        bench.chain3()
+        bench.fused3()
+    for _ in range(repeat):
+        for shape in shapes:
+            for v in VARIANTS:  # interleaved: machine load hits every variant alike
+                times[shape][v].append(timed(getattr(bench, f"{v}{shape}")))
+    counts = bench.output_counts()
+    result = {"records": records, "parallelism": parallelism, "repeat": repeat, "warmup": "one untimed chain and fused run first" if warmup else "none",
+              "pipelines": {}}
+    for shape, desc in shapes.items():
+        secs = {v: summarize(times[shape][v]) for v in VARIANTS}
+        tput = {v: throughput(records, secs[v]) for v in VARIANTS}
+        ratios = {f"chain_over_{v}": tput["chain"]["median"] / tput[v]["median"] for v in VARIANTS if v != "chain"}
+        result["pipelines"][f"{shape}_operators"] = {
+            "shape": desc, "seconds": secs, "records_per_s": tput, "ratios": ratios,
+            "output_records": counts[shape],
+            "target_chain_over_fused": 0.8, "meets_target": ratios["chain_over_fused"] >= 0.8,
+        }
+    return result
+
+
+# -- scale curve: (1) at several sizes, with the Python workers' peak RSS ----------------------------
+def _report_rss(rss_dir: str) -> None:
+    """Called inside a Python worker at the end of a partition: its peak RSS so far (bytes)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    with open(os.path.join(rss_dir, f"{os.getpid()}-{uuid.uuid4().hex}"), "w") as fh:
+        fh.write(str(rss))
+
+
+def _collect_rss(rss_dir: str) -> int:
+    values = []
+    for f in glob.glob(os.path.join(rss_dir, "*")):
+        with open(f) as fh:
+            values.append(int(fh.read()))
+        os.remove(f)
+    return max(values) if values else 0
+
+
+def _rss_expand_class():
+    from airflow_flinkchain.functions import FlatMapFunction
+
+    class ExpandReportingRss(FlatMapFunction):
+        """runtime_bench.expand, reporting the worker's peak RSS when the chain closes."""
+
+        def __init__(self, rss_dir):
+            self.rss_dir = rss_dir
+
+        def flat_map(self, value):
+            return rb.expand(value)
+
+        def close(self):
+            _report_rss(self.rss_dir)
+
+    return ExpandReportingRss
+
+
+def build_chain_rss(path: str, out: str, parallelism: int, rss_dir: str):
+    from airflow_flinkchain import StreamPipeline
+    from airflow_flinkchain.io import ParquetSink, ParquetSource
+
+    p = StreamPipeline("bench_scale", parallelism=parallelism)
+    (p.from_source(ParquetSource(path), name="src").map(rb.mapper).name("map").filter(rb.keep).name("filter")
+     .flat_map(_rss_expand_class()(rss_dir)).name("flat_map")
+     .sink_to(ParquetSink(out, output_type={"x": "int64"}), name="sink"))
+    return p.plan()
+
+
+def fused_rss(rss_dir: str):
+    def fused(batches):
+        for batch in batches:
+            out_rows = []
+            for r in batch.to_pylist():
+                r = rb.mapper(r)
+                if rb.keep(r):
+                    out_rows.extend(rb.expand(r))
+            yield pa.RecordBatch.from_pylist(out_rows, schema=X)
+        _report_rss(rss_dir)
+    return fused
+
+
+def run_scale(spark, tmp: str, sizes: list, parallelism: int, repeat: int, inputs: dict) -> dict:
+    from airflow_flinkchain.runtime.serialize import dumps_plan
+    from airflow_flinkchain.runtime.spark_job import run_chain
+
+    rss_dir = os.path.join(tmp, "rss")
+    os.makedirs(rss_dir, exist_ok=True)
+    points = []
+    for n in sizes:
+        path = inputs.get(n) or os.path.join(tmp, f"input_{n}.parquet")
+        if not os.path.exists(path):
+            write_input(path, n)
+        out = os.path.join(tmp, "scale_out")
+        job = build_chain_rss(path, os.path.join(out, "chain"), parallelism, rss_dir)
+        plan = dumps_plan(job)
+        secs, rss = {"chain": [], "fused": []}, {"chain": [], "fused": []}
+        for _ in range(repeat):
+            _collect_rss(rss_dir)
+            secs["chain"].append(timed(lambda: run_chain(spark, job, job.chains[0].id, f"s{uuid.uuid4().hex[:8]}",
+                                                          os.path.join(tmp, "exchange"), plan_bytes=plan)))
+            rss["chain"].append(_collect_rss(rss_dir))
+            fused = fused_rss(rss_dir)
+            secs["fused"].append(timed(lambda: spark.read.parquet(path).repartition(parallelism).mapInArrow(
+                fused, "x long").write.mode("overwrite").parquet(os.path.join(out, "fused"))))
+            rss["fused"].append(_collect_rss(rss_dir))
+        point = {"records": n}
+        for v in ("chain", "fused"):
+            s = summarize(secs[v])
+            point[v] = {"seconds": s, "records_per_s": throughput(n, s), "peak_worker_rss_bytes": max(rss[v])}
+        point["chain_over_fused"] = point["chain"]["records_per_s"]["median"] / point["fused"]["records_per_s"]["median"]
+        points.append(point)
+        shutil.rmtree(out, ignore_errors=True)
+    return {"parallelism": parallelism, "repeat": repeat, "points": points,
+            "rss_note": "ru_maxrss of each Python worker, reported from inside the worker at the end of its "
+                        "partition (chain: close() of the flat_map function; fused: end of the mapInArrow "
+                        "function); max over partitions and runs. spark.python.worker.reuse=false, so each "
+                        "partition runs in a fresh worker forked from the PySpark daemon."}

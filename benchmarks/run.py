@@ -1,0 +1,170 @@
+"""`make bench`: the whole benchmark suite in one run, on the same generated data.
+
+    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink] [--repeat 3] [--out DIR]
+
+Sections (see each module's docstring):
+  runtime  chain runtime vs hand-fused mapInArrow / rdd.mapPartitions / native DataFrame /
+           one stage per operator; 3- and 10-operator pipelines over 2M records   (bench_spark)
+  airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
+  parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
+  scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
+  flink    the same pipeline in PyFlink BATCH mode, if apache-flink is installed  (bench_flink)
+
+Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,
+versions, load average) and DIR/<section>.png. `--quick` runs tiny sizes (the
+smoke version `make test` runs). A benchmark, not a test: it asserts nothing
+about speed; the report says which targets were met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+from benchmarks.bench_common import REPO, machine_info
+
+SECTIONS = ("runtime", "airflow", "parse", "scale", "flink")
+DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
+SIZES = {
+    False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200},
+    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200},
+}
+SPARK_CONF = {"spark.driver.memory": "2g"}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke version of the whole harness")
+    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median, min, max reported)")
+    ap.add_argument("--parallelism", type=int, default=2, help="Spark local[P] and pipeline parallelism")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="directory for report.json and the PNGs")
+    args = ap.parse_args(argv)
+    args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {sorted(unknown)}; choose from {','.join(SECTIONS)}")
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    sizes = SIZES[args.quick]
+    os.makedirs(args.out, exist_ok=True)
+    # Python workers import the benchmark functions by module name.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    report = {"machine": machine_info(), "settings": {
+        "quick": args.quick, "repeat": args.repeat, "parallelism": args.parallelism, "sections": args.sections,
+        "sizes": sizes, "spark_master": f"local[{args.parallelism}]", "spark_conf": SPARK_CONF}}
+    tmp = tempfile.mkdtemp(prefix="flinkchain-bench-")
+    failed = []
+    spark = None
+    started = time.time()
+
+    def section(name, fn):
+        if name not in args.sections:
+            return
+        print(f"[bench] {name} ...", flush=True)
+        t = time.time()
+        try:
+            report[name] = fn()
+        except Exception:  # noqa: BLE001 - one broken section must not lose the others' numbers
+            failed.append(name)
+            report[name] = {"error": traceback.format_exc()[-4000:]}
+        if isinstance(report[name], dict):
+            report[name]["section_seconds"] = round(time.time() - t, 1)
+            report[name]["load_average_after"] = list(os.getloadavg())
+        print(f"[bench] {name} done in {time.time() - t:.0f}s", flush=True)
+
+    try:
+        from benchmarks.bench_spark import write_input
+
+        input_path = os.path.join(tmp, f"input_{sizes['runtime']}.parquet")
+        write_input(input_path, sizes["runtime"])
+        inputs = {sizes["runtime"]: input_path}
+        if {"runtime", "scale"} & set(args.sections):
+            from airflow_flinkchain.runtime.session import get_or_create_spark
+
+            spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench",
+                                        conf=SPARK_CONF)
+            from benchmarks.bench_spark import run_runtime, run_scale
+
+            section("runtime", lambda: run_runtime(spark, tmp, sizes["runtime"], args.parallelism, args.repeat,
+                                                   warmup=not args.quick, input_path=input_path))
+            section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
+            spark.stop()
+            spark = None
+        from benchmarks.bench_flink import run_flink
+
+        section("flink", lambda: run_flink(input_path, sizes["runtime"], args.parallelism, args.repeat))
+        from benchmarks.bench_parse import run_parse
+
+        section("parse", lambda: run_parse(tmp, sizes["operators"], args.repeat))
+        from benchmarks.bench_airflow_e2e import run_airflow
+
+        section("airflow", lambda: run_airflow(tmp, sizes["airflow"], args.repeat))
+    finally:
+        if spark is not None:
+            spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    report["machine"]["load_average_at_end"] = list(os.getloadavg())
+    report["total_seconds"] = round(time.time() - started, 1)
+    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "airflow", "parse")
+                         if isinstance(report.get(k), dict) and "error" not in report[k]}
+    if isinstance(report.get("runtime"), dict) and "pipelines" in report["runtime"]:
+        report["targets"]["runtime"] = {k: v["meets_target"] for k, v in report["runtime"]["pipelines"].items()}
+    from benchmarks.bench_plots import write_plots
+
+    report["plots"] = write_plots(report, args.out)
+    with open(os.path.join(args.out, "report.json"), "w") as fh:
+        json.dump(report, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+    print(summary(report))
+    print(f"[bench] wrote {os.path.join(args.out, 'report.json')} and {', '.join(report['plots']) or 'no plots'}")
+    if failed:
+        print(f"[bench] FAILED sections: {', '.join(failed)} (tracebacks in report.json)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def summary(report: dict) -> str:
+    lines = []
+    rt = report.get("runtime")
+    if isinstance(rt, dict) and "pipelines" in rt:
+        for shape, d in rt["pipelines"].items():
+            lines.append(f"runtime {shape} ({rt['records']:,} records): " + ", ".join(
+                f"{v} {s['median']:,.0f}/s" for v, s in d["records_per_s"].items())
+                + f" | chain/fused {d['ratios']['chain_over_fused']:.2f} (target >= 0.8)")
+    sc = report.get("scale")
+    if isinstance(sc, dict) and "points" in sc:
+        for p in sc["points"]:
+            lines.append(f"scale {p['records']:>10,}: chain {p['chain']['records_per_s']['median']:,.0f}/s "
+                         f"rss {p['chain']['peak_worker_rss_bytes'] / 2**20:.0f} MiB, fused "
+                         f"{p['fused']['records_per_s']['median']:,.0f}/s "
+                         f"rss {p['fused']['peak_worker_rss_bytes'] / 2**20:.0f} MiB")
+    pc = report.get("parse")
+    if isinstance(pc, dict) and "seconds" in pc:
+        lines.append(f"parse: baseline {pc['seconds']['baseline']['median']:.2f}s, with pipeline "
+                     f"{pc['seconds']['with_pipeline']['median']:.2f}s, +{pc['extra_seconds']:.2f}s (target < 1 s)")
+    af = report.get("airflow")
+    if isinstance(af, dict) and "seconds" in af:
+        lines.append(f"airflow: chained {af['seconds']['chained']['median']:.1f}s, unchained "
+                     f"{af['seconds']['unchained']['median']:.1f}s, ratio {af['ratio_unchained_over_chained']:.2f}x "
+                     f"(target >= 3x)")
+    fl = report.get("flink")
+    if isinstance(fl, dict):
+        lines.append(f"flink: {fl.get('status', 'error')}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
