@@ -49,8 +49,9 @@ test-fast: venv
 demo: venv airflow-db
 	$(BIN)/python -m airflow_flinkchain.demo
 
+# make bench BENCH_ARGS="--quick --only runtime,parse --repeat 1": see python -m benchmarks.run --help
 bench: venv airflow-db
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 # Same 8-operator pipeline through Airflow, chained (2 tasks) vs unchained (8 tasks).
 bench-airflow: venv airflow-db
