@@ -66,6 +66,7 @@ def main(argv=None) -> int:
     report = {"machine": machine_info(), "settings": {
         "quick": args.quick, "repeat": args.repeat, "parallelism": args.parallelism, "sections": args.sections,
         "sizes": sizes, "spark_master": f"local[{args.parallelism}]", "spark_conf": SPARK_CONF}}
+    report["code"] = code_version()
     tmp = tempfile.mkdtemp(prefix="flinkchain-bench-")
     failed = []
     spark = None
@@ -134,6 +135,18 @@ def main(argv=None) -> int:
     if failed:
         print(f"[bench] FAILED sections: {', '.join(failed)} (tracebacks in report.json)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def code_version() -> dict:
+    """The commit measured, and the files under airflow_flinkchain/ and benchmarks/ that differ from it."""
+    import subprocess
+
+    def git(*a):
+        r = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    dirty = git("status", "--porcelain", "--", "airflow_flinkchain", "benchmarks")
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted": dirty.splitlines() if dirty else []}
 
 
 def summary(report: dict) -> str:

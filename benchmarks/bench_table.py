@@ -1,0 +1,74 @@
+"""Markdown table of a `make bench` report (what README's "## Benchmarks" shows).
+
+    python -m benchmarks.bench_table [benchmarks/results/report.json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _rps(s: dict) -> str:
+    return f"{s['median'] / 1e3:,.1f}k ({s['min'] / 1e3:,.1f}–{s['max'] / 1e3:,.1f}k)"
+
+
+def _sec(s: dict) -> str:
+    return f"{s['median']:.2f} s ({s['min']:.2f}–{s['max']:.2f})"
+
+
+def table(report: dict) -> str:
+    out = []
+    m = report["machine"]
+    out.append(f"Measured {m['date']} on {m['cpu_count']} cores, {m['memory_bytes'] / 2**30:.0f} GiB, "
+               f"load average {m['load_average_at_start'][0]:.1f} at start and "
+               f"{m['load_average_at_end'][0]:.1f} at end; Python {m['versions']['python']}, "
+               f"PySpark {m['versions']['pyspark']}, Airflow {m['versions']['airflow']}; "
+               f"median (min–max) of {report['settings']['repeat']} runs.\n")
+    rt = report.get("runtime")
+    if rt and "pipelines" in rt:
+        out.append(f"| runtime, {rt['records']:,} records, local[{rt['parallelism']}] | records/s | chain ÷ this |")
+        out.append("|---|---|---|")
+        for shape, d in rt["pipelines"].items():
+            for v, s in d["records_per_s"].items():
+                ratio = "" if v == "chain" else f"{d['ratios'][f'chain_over_{v}']:.2f}"
+                out.append(f"| {shape.replace('_', ' ')}: {v} | {_rps(s)} | {ratio} |")
+        out.append("")
+    sc = report.get("scale")
+    if sc and "points" in sc:
+        out.append("| scale (3 operators) | chain records/s | fused records/s | chain ÷ fused | "
+                   "peak worker RSS chain / fused |")
+        out.append("|---|---|---|---|---|")
+        for p in sc["points"]:
+            out.append(f"| {p['records']:,} | {_rps(p['chain']['records_per_s'])} | "
+                       f"{_rps(p['fused']['records_per_s'])} | {p['chain_over_fused']:.2f} | "
+                       f"{p['chain']['peak_worker_rss_bytes'] / 2**20:.0f} / "
+                       f"{p['fused']['peak_worker_rss_bytes'] / 2**20:.0f} MiB |")
+        out.append("")
+    pc = report.get("parse")
+    if pc and "seconds" in pc:
+        out.append("| parse (DagBag, fresh process) | seconds |")
+        out.append("|---|---|")
+        out.append(f"| DAG file without pipeline | {_sec(pc['seconds']['baseline'])} |")
+        out.append(f"| with {pc['operators']}-operator pipeline ({pc['chains']} chains, "
+                   f"{pc['airflow_tasks']['with_pipeline']} tasks) | {_sec(pc['seconds']['with_pipeline'])} |")
+        out.append(f"| difference (target < 1 s) | {pc['extra_seconds']:.2f} s |")
+        out.append("")
+    af = report.get("airflow")
+    if af and "seconds" in af:
+        out.append(f"| Airflow DAG run, {af['records']:,} records | wall-clock |")
+        out.append("|---|---|")
+        for k in ("chained", "unchained"):
+            out.append(f"| {k} ({af['tasks'][k]} task instances) | {_sec(af['seconds'][k])} |")
+        out.append(f"| unchained ÷ chained (target >= 3x) | {af['ratio_unchained_over_chained']:.2f}x |")
+        out.append("")
+    fl = report.get("flink")
+    if fl:
+        out.append(f"PyFlink: {fl.get('status', 'error')}.")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    path = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/report.json"
+    with open(path) as fh:
+        print(table(json.load(fh)))
