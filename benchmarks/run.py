@@ -143,10 +143,10 @@ def code_version() -> dict:
 
     def git(*a):
         r = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
+        return r.stdout.rstrip() if r.returncode == 0 else None
 
     dirty = git("status", "--porcelain", "--", "airflow_flinkchain", "benchmarks")
-    return {"commit": git("rev-parse", "HEAD"), "uncommitted": dirty.splitlines() if dirty else []}
+    return {"commit": (git("rev-parse", "HEAD") or "").strip() or None, "uncommitted": dirty.splitlines() if dirty else []}
 
 
 def summary(report: dict) -> str:
