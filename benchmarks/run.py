@@ -45,6 +45,8 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median, min, max reported)")
     ap.add_argument("--parallelism", type=int, default=2, help="Spark local[P] and pipeline parallelism")
     ap.add_argument("--out", default=DEFAULT_OUT, help="directory for report.json and the PNGs")
+    ap.add_argument("--records", type=int, help="override the runtime section's input size (default 2M)")
+    ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
     args = ap.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(args.sections) - set(SECTIONS)
@@ -57,7 +59,11 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    sizes = SIZES[args.quick]
+    sizes = dict(SIZES[args.quick])
+    if args.records:
+        sizes["runtime"] = args.records
+    if args.scale_sizes:
+        sizes["scale"] = [int(n) for n in args.scale_sizes.split(",")]
     os.makedirs(args.out, exist_ok=True)
     # Python workers import the benchmark functions by module name.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
@@ -85,6 +91,7 @@ def main(argv=None) -> int:
         if isinstance(report[name], dict):
             report[name]["section_seconds"] = round(time.time() - t, 1)
             report[name]["load_average_after"] = list(os.getloadavg())
+        write_report(report, args.out)  # a later section that never ends still leaves these numbers
         print(f"[bench] {name} done in {time.time() - t:.0f}s", flush=True)
 
     try:
@@ -127,14 +134,20 @@ def main(argv=None) -> int:
     from benchmarks.bench_plots import write_plots
 
     report["plots"] = write_plots(report, args.out)
-    with open(os.path.join(args.out, "report.json"), "w") as fh:
-        json.dump(report, fh, indent=2, sort_keys=False)
-        fh.write("\n")
+    write_report(report, args.out)
     print(summary(report))
     print(f"[bench] wrote {os.path.join(args.out, 'report.json')} and {', '.join(report['plots']) or 'no plots'}")
     if failed:
         print(f"[bench] FAILED sections: {', '.join(failed)} (tracebacks in report.json)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def write_report(report: dict, out: str) -> None:
+    tmp = os.path.join(out, "report.json.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(report, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, os.path.join(out, "report.json"))
 
 
 def code_version() -> dict:
