@@ -40,9 +40,14 @@ def copy_record(value: Any) -> Any:
     t = type(value)
     if t in _IMM:
         return value
-    if t is dict:
-        if _all_immutable(map(type, value.values())) and _all_immutable(map(type, value)):
-            return value.copy()
+    if t is dict:  # a plain loop beats any C helper (map + issuperset) for record-sized dicts
+        for v in value.values():
+            if type(v) not in _IMM:
+                return _copy_nested(value, {})
+        for k in value:
+            if type(k) not in _IMM:
+                return _copy_nested(value, {})
+        return value.copy()
     elif t is list:
         if _all_immutable(map(type, value)):
             return value.copy()

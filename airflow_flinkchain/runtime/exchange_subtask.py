@@ -11,6 +11,7 @@ key: records}, "error": message or absent}. See `spark_job` for the protocol.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -75,8 +76,8 @@ def subtask_inputs(job, spec: SubtaskSpec, k: int, batches: Iterator[pa.RecordBa
         return merged_input(files)
     if src["kind"] == "collection":
         return job.stream_graph.node_by_key(spec.head_key).function.items if k == 0 else ()
-    if src["kind"] == "file":
-        return (row for batch in batches for row in batch.to_pylist())
+    if src["kind"] == "file":  # bare dict rows, one to_pylist per Arrow batch
+        return chain.from_iterable(map(pa.RecordBatch.to_pylist, batches))
     if src["kind"] == "sql":
         from airflow_flinkchain.io.sql import read_query
 
@@ -122,7 +123,12 @@ def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.Record
             from airflow_flinkchain.runtime.operator_chain import run_subtask
         else:
             run_subtask = spec.runner
-        metrics = run_subtask(job, spec.chain_id, k, spec.run_id, inputs, record_writer, sink_writer)
+        if spec.source is not None and spec.source["kind"] == "file":
+            # a file split holds bare values only: skip the per-element StreamRecord/Watermark dispatch
+            metrics = run_subtask(job, spec.chain_id, k, spec.run_id, inputs, record_writer, sink_writer,
+                                  plain_values=True)
+        else:
+            metrics = run_subtask(job, spec.chain_id, k, spec.run_id, inputs, record_writer, sink_writer)
         report["operators"] = metrics.to_dict()
         report["written"] = {name: _count(w) for name, w in written.items()}
     except Exception as exc:  # reported to the driver, which fails the attempt with this message

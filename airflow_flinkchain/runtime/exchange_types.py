@@ -17,11 +17,13 @@ the record's event timestamp), so plain Spark/Arrow readers can use it.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Optional
 
 import pyarrow as pa
 
 TS_COLUMN = "_ts"
+_ONLY_DICT = frozenset({dict})
 
 
 class RecordTypeError(ValueError):
@@ -94,11 +96,15 @@ def records_to_batch(records: list, ts: list, schema: pa.Schema, label: str) -> 
     """Arrow batch (declared columns + `_ts`) of dict records, or RecordTypeError."""
     names = schema.names
     keyset = set(names)
-    for rec in records:
-        if type(rec) is not dict or rec.keys() != keyset:
-            _raise_shape(rec, names, label)
+    # shape check per batch in C (every record a plain dict with exactly the declared keys);
+    # the per-record loop only runs to find and name the offending record
+    if records and not (_ONLY_DICT.issuperset(map(type, records)) and records[0].keys() == keyset
+                        and all(map(records[0].keys().__eq__, map(dict.keys, records)))):
+        for rec in records:
+            if type(rec) is not dict or rec.keys() != keyset:
+                _raise_shape(rec, names, label)
     try:
-        arrays = [_column([r[n] for r in records], f) for n, f in zip(names, schema)]
+        arrays = [_column(list(map(itemgetter(n), records)), f) for n, f in zip(names, schema)]
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         _diagnose(records, schema, label)
         raise

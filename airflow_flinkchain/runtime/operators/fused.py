@@ -178,9 +178,23 @@ def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
                 private = _private_test(kind, v, i)
                 if private is None:
                     lines.append(pad2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
-                else:  # see copying.py: a flat dict only our locals reference needs no copy
-                    lines += [pad2 + f"if type({v}) not in IMM and not (type({v}) is dict and {private}",
-                              pad2 + f"        and allimm(map(type, {v}.values())) and allimm(map(type, {v}))):",
+                else:  # copy_record inlined for flat dicts; no copy at all when only our locals hold it
+                    # (an inline loop over keys and values is cheaper than any C helper for small dicts)
+                    q = f"q{i}"
+                    lines += [pad2 + f"if type({v}) is dict:",
+                              pad2 + f"    for {q} in {v}.values():",
+                              pad2 + f"        if type({q}) not in IMM:",
+                              pad2 + f"            {v} = copy_record({v})",
+                              pad2 + "            break",
+                              pad2 + "    else:",
+                              pad2 + f"        for {q} in {v}:",
+                              pad2 + f"            if type({q}) not in IMM:",
+                              pad2 + f"                {v} = copy_record({v})",
+                              pad2 + "                break",
+                              pad2 + "        else:",
+                              pad2 + f"            if not {private}:",
+                              pad2 + f"                {v} = {v}.copy()",
+                              pad2 + f"elif type({v}) not in IMM:",
                               pad2 + f"    {v} = copy_record({v})"]
             return lines + stage(i + 1, v, ind2)
 
