@@ -38,3 +38,8 @@ with DAG("af_tiny", schedule=None, start_date=START, catchup=False) as tiny:
     t = StreamPipeline("tiny", parallelism=1)
     t.from_collection(range(5)).name("numbers").map(lambda x: x * x).name("square").collect("squares")
     t.to_airflow()
+
+# The scheduler test's DAG (tests/airflow/test_airflow_scheduler.py): three chains, a HASH
+# exchange and a side output, so the Chains tab it screenshots shows a real job graph.
+with DAG("af_orders", schedule=None, start_date=START, catchup=False) as orders:
+    orders_pipeline(sample_data.sample_dir(), sample_data.output_dir(), sample_data.sqlite_url()).to_airflow()
