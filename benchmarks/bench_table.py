@@ -20,9 +20,12 @@ def _sec(s: dict) -> str:
 def table(report: dict) -> str:
     out = []
     m = report["machine"]
+    end = m.get("load_average_at_end") or next(
+        (report[k]["load_average_after"] for k in reversed(list(report)) if isinstance(report[k], dict)
+         and "load_average_after" in report[k]), [float("nan")])
     out.append(f"Measured {m['date']} on {m['cpu_count']} cores, {m['memory_bytes'] / 2**30:.0f} GiB, "
                f"load average {m['load_average_at_start'][0]:.1f} at start and "
-               f"{m['load_average_at_end'][0]:.1f} at end; Python {m['versions']['python']}, "
+               f"{end[0]:.1f} after the last section; Python {m['versions']['python']}, "
                f"PySpark {m['versions']['pyspark']}, Airflow {m['versions']['airflow']}; "
                f"median (min–max) of {report['settings']['repeat']} runs.\n")
     rt = report.get("runtime")
