@@ -19,39 +19,12 @@ import subprocess
 import sys
 
 from benchmarks.bench_common import REPO, summarize
+from benchmarks.plan_bench import build
 
 DAG_TEMPLATE = '''
 import pendulum
 from airflow.sdk import DAG
-from airflow_flinkchain import OutputTag, StreamPipeline
-
-TAG = OutputTag("side")
-
-
-def build(operators):
-    p = StreamPipeline("parse_bench", parallelism=4)
-    stream = p.from_collection(range(10)).name("source")
-    count = 1
-    pending = []
-    while count < operators - 1:
-        step = count % 10
-        if step == 3:
-            proc = stream.process(lambda v, ctx: [v], output_tags=[TAG])
-            pending.append(proc.get_side_output(TAG).map(str))
-            stream, count = proc, count + 2
-        elif step == 5:
-            stream, count = stream.key_by(lambda v: v % 7).reduce(lambda a, b: a), count + 1
-        elif step == 7:
-            stream, count = stream.map(str).set_parallelism(2), count + 1
-        elif step == 9 and pending:
-            stream, count = stream.union(pending.pop()).map(str), count + 1
-        else:
-            stream, count = stream.filter(bool), count + 1
-    for branch in pending:
-        stream = stream.union(branch)
-    stream.collect("sink")
-    return p
-
+from benchmarks.plan_bench import build  # the same mixed-shape pipeline the planning benchmark uses
 
 with DAG("parse_bench", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False) as dag:
 {body}
@@ -106,9 +79,7 @@ def run_parse(tmp: str, operators: int, repeat: int) -> dict:
             tasks[k] = r["tasks"]
     secs = {k: summarize(v) for k, v in samples.items()}
     extra = secs["with_pipeline"]["median"] - secs["baseline"]["median"]
-    ns: dict = {}
-    exec(compile(DAG_TEMPLATE.split("with DAG(")[0], "parse_bench", "exec"), ns)
-    job = ns["build"](operators).plan()
+    job = build(operators).plan()
     return {"operators": operators, "operators_planned": len(job.stream_graph.nodes), "chains": len(job.chains),
             "airflow_tasks": tasks, "method": "DagBag(dag_folder=file) in a fresh process with Airflow pre-imported",
             "seconds": secs, "extra_seconds": extra, "target_extra_seconds": 1.0, "meets_target": extra < 1.0}
