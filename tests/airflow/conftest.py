@@ -19,7 +19,10 @@ if HERE not in sys.path:  # af_* helper modules
 
 def airflow_env(home: str, dags: str) -> dict:
     bin_dir = os.path.dirname(sys.executable)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__") and not k.startswith("AIRFLOW_CONN")}
+    # Nothing Airflow- or store-related leaks in from the test process: other test packages'
+    # conftests (e.g. tests/plugin) set AIRFLOW__* and FLINKCHAIN_STORE_URL in os.environ at
+    # collection time, and the tasks would then record runs in their store, not this home's.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN", "FLINKCHAIN_STORE_URL"))}
     env.update({
         "AIRFLOW_HOME": home,
         "AIRFLOW__CORE__DAGS_FOLDER": dags,

@@ -20,7 +20,7 @@ RUN_DAG = os.path.join(REPO, "tests", "airflow", "af_run_dag.py")
 
 
 def _airflow_env(home: str, dags: str, exchange_root: str, cluster) -> dict:
-    env = {k: v for k, v in cluster.env.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN"))}
+    env = {k: v for k, v in cluster.env.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN", "FLINKCHAIN_STORE_URL"))}
     env.update({
         "AIRFLOW_HOME": home,
         "AIRFLOW__CORE__DAGS_FOLDER": dags,
