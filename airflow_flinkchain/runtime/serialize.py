@@ -86,26 +86,26 @@ def _unpicklable_operator(obj: Any) -> Any:
     graph = getattr(obj, "stream_graph", obj)
     for node in getattr(graph, "nodes", ()):
         for what in ("function", "key_selector", "output_selector"):
-            fn = getattr(node, what, None)
-            if fn is None:
-                continue
-            try:
-                with _by_value():
-                    cloudpickle.dumps(fn, protocol=5)
-            except Exception:
+            if not _pickles(getattr(node, what, None)):
                 return f"operator {node.name!r} (its {what.replace('_', ' ')})"
     for edge in getattr(graph, "edges", ()):
         part = getattr(edge, "partitioner", None)
         for what in ("key_selector", "custom_partitioner"):
-            fn = getattr(part, what, None)
-            if fn is None:
-                continue
-            try:
-                with _by_value():
-                    cloudpickle.dumps(fn, protocol=5)
-            except Exception:
+            if not _pickles(getattr(part, what, None)):
                 return f"the {what.replace('_', ' ')} of the edge into operator {graph.node(edge.target_id).name!r}"
     return None
+
+
+def _pickles(fn: Any) -> bool:
+    """True when `fn` (None counts) pickles the way dump_plan pickles it."""
+    if fn is None:
+        return True
+    try:
+        with _by_value():
+            cloudpickle.dumps(fn, protocol=5)
+    except Exception:
+        return False
+    return True
 
 
 def loads_plan(data: bytes) -> Any:
