@@ -177,15 +177,12 @@ def _fan_out(emitters: Sequence[Emitter], object_reuse: bool) -> Optional[Emitte
     return broadcast
 
 
-class BroadcastingOutputCollector(Output):
-    """Several outputs of one operator (fan-out)."""
+class _MultiOutput(Output):
+    """What every output with several downstream outputs shares: side outputs fan
+    out to each output bound to the tag, watermarks and close reach all of them."""
 
-    def __init__(self, outputs: Sequence[Output], object_reuse: bool):
-        self.outputs = tuple(outputs)
-        self.object_reuse = object_reuse
-
-    def main_emitter(self, timed: bool = False) -> Optional[Emitter]:
-        return _fan_out([e for o in self.outputs if (e := o.main_emitter(timed)) is not None], self.object_reuse)
+    outputs: tuple[Output, ...]
+    object_reuse: bool
 
     def side_emitter(self, tag_id: str, timed: bool = False) -> Optional[Emitter]:
         return _fan_out([e for o in self.outputs if (e := o.side_emitter(tag_id, timed)) is not None],
@@ -200,7 +197,19 @@ class BroadcastingOutputCollector(Output):
             o.close()
 
 
-class DirectedOutput(Output):
+class BroadcastingOutputCollector(_MultiOutput):
+    """Several outputs of one operator (fan-out)."""
+
+    def __init__(self, outputs: Sequence[Output], object_reuse: bool):
+        self.outputs = tuple(outputs)
+        self.object_reuse = object_reuse
+
+    def main_emitter(self, timed: bool = False) -> Optional[Emitter]:
+        return _fan_out([e for o in self.outputs if (e := o.main_emitter(timed)) is not None], self.object_reuse)
+
+
+
+class DirectedOutput(_MultiOutput):
     """split/select: the node's OutputSelector names the outputs of each
     record; an output whose edge selects no names gets every record; a record
     reaches each output at most once. `on_selector_error(exc, value)` applies
@@ -255,14 +264,3 @@ class DirectedOutput(Output):
 
         return route
 
-    def side_emitter(self, tag_id: str, timed: bool = False) -> Optional[Emitter]:
-        return _fan_out([e for o in self.outputs if (e := o.side_emitter(tag_id, timed)) is not None],
-                        self.object_reuse)
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        for o in self.outputs:
-            o.emit_watermark(watermark)
-
-    def close(self) -> None:
-        for o in self.outputs:
-            o.close()
