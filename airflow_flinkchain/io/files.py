@@ -56,9 +56,19 @@ class FileSinkWriter:
         if len(self.buffer) >= SINK_BATCH_ROWS:
             self.flush()
 
+    def fused_hooks(self) -> tuple:
+        """(append, flush_if_full) for generated chain code (runtime/operators/fused.py): it
+        appends records straight to the buffer (files keep no timestamps) and calls
+        flush_if_full() once per input chunk instead of paying a write() call per record."""
+        return self.buffer.append, self._flush_if_full
+
+    def _flush_if_full(self) -> None:
+        if len(self.buffer) >= SINK_BATCH_ROWS:
+            self.flush()
+
     def _batch(self) -> pa.RecordBatch:
         if self.schema is not None:
-            batch = records_to_batch(self.buffer, [None] * len(self.buffer), self.schema, self.label)
+            batch = records_to_batch(self.buffer, None, self.schema, self.label)
             return batch.drop_columns(["_ts"])
         bad = next((r for r in self.buffer if not isinstance(r, dict)), None)
         if bad is not None:
@@ -81,7 +91,7 @@ class FileSinkWriter:
             batch = self._batch()
             self._arrow_writer(batch.schema).write_batch(batch)
         self.count += len(self.buffer)
-        self.buffer = []
+        self.buffer.clear()  # the same list: fused code holds its append
 
     def _out(self):
         if self._stream is None:

@@ -31,6 +31,14 @@ IMMUTABLE_TYPES = frozenset({
 })
 
 _IMM = IMMUTABLE_TYPES
+
+try:  # optional C accelerator (built by setup.py when a compiler is there); same answers as the loops below
+    from airflow_flinkchain.runtime import _flatcheck
+
+    _flatcheck.set_immutable_types(IMMUTABLE_TYPES)
+    flat_immutable = _flatcheck.flat_immutable
+except ImportError:
+    flat_immutable = None
 _all_immutable = _IMM.issuperset  # _all_immutable(map(type, items)): one C loop, no Python frame per item
 _deepcopy = copy.deepcopy
 
@@ -40,7 +48,9 @@ def copy_record(value: Any) -> Any:
     t = type(value)
     if t in _IMM:
         return value
-    if t is dict:  # a plain loop beats any C helper (map + issuperset) for record-sized dicts
+    if t is dict:  # a plain loop beats map + issuperset for record-sized dicts
+        if flat_immutable is not None:
+            return value.copy() if flat_immutable(value) else _copy_nested(value, {})
         for v in value.values():
             if type(v) not in _IMM:
                 return _copy_nested(value, {})
@@ -111,18 +121,22 @@ def _keep_alive(value: Any, memo: dict) -> None:
 
 # RC_ITEM / RC_SEQ: the same for an item of a list or tuple being iterated
 # by a `for` loop (the sequence holds one more reference to the item; the
-# loop's iterator one more to the sequence).
+# loop's iterator one more to the sequence). RC_ITEM_LOCAL: such an item that
+# one more local variable holds (a flat_map emitting its own input record).
 
 def _calibrate() -> tuple:
     getrefcount = getattr(sys, "getrefcount", None)
     if getrefcount is None or sys.implementation.name != "cpython":
-        return None, None, None
+        return None, None, None, None
     v = {"probe": 1}
     private = getrefcount(v)
+    local = {"probe": 1}
+    for item in [local]:
+        item_local = getrefcount(item)
     seq = [{"probe": 1}]
     for item in seq:
-        return private, getrefcount(item), getrefcount(seq)
+        return private, getrefcount(item), getrefcount(seq), item_local
     raise AssertionError
 
 
-RC_PRIVATE, RC_ITEM, RC_SEQ = _calibrate()
+RC_PRIVATE, RC_ITEM, RC_SEQ, RC_ITEM_LOCAL = _calibrate()

@@ -92,24 +92,34 @@ def _column(values: list, field: pa.Field) -> pa.Array:
     return arr
 
 
-def records_to_batch(records: list, ts: list, schema: pa.Schema, label: str) -> pa.RecordBatch:
-    """Arrow batch (declared columns + `_ts`) of dict records, or RecordTypeError."""
+def records_to_batch(records: list, ts: Optional[list], schema: pa.Schema, label: str) -> pa.RecordBatch:
+    """Arrow batch (declared columns + `_ts`) of dict records, or RecordTypeError.
+    `ts`: the records' event timestamps, or None when none has one."""
     names = schema.names
-    keyset = set(names)
-    # shape check per batch in C (every record a plain dict with exactly the declared keys);
-    # the per-record loop only runs to find and name the offending record
-    if records and not (_ONLY_DICT.issuperset(map(type, records)) and records[0].keys() == keyset
-                        and all(map(records[0].keys().__eq__, map(dict.keys, records)))):
-        for rec in records:
-            if type(rec) is not dict or rec.keys() != keyset:
-                _raise_shape(rec, names, label)
+    # shape check per batch in C: every record a plain dict with as many keys as declared, and
+    # (itemgetter below) every declared key present - together: exactly the declared keys. The
+    # per-record loop only runs to find and name the offending record.
+    if records and not (_ONLY_DICT.issuperset(map(type, records)) and set(map(len, records)) == {len(names)}):
+        _find_bad_shape(records, names, label)
     try:
-        arrays = [_column(list(map(itemgetter(n), records)), f) for n, f in zip(names, schema)]
+        values = [list(map(itemgetter(n), records)) for n in names]
+    except KeyError:
+        _find_bad_shape(records, names, label)
+        raise
+    try:
+        arrays = [_column(v, f) for v, f in zip(values, schema)]
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         _diagnose(records, schema, label)
         raise
-    arrays.append(pa.array(ts, type=pa.int64()))
+    arrays.append(pa.nulls(len(records), pa.int64()) if ts is None else pa.array(ts, type=pa.int64()))
     return pa.RecordBatch.from_arrays(arrays, schema=with_ts(schema))
+
+
+def _find_bad_shape(records: list, names: list, label: str) -> None:
+    keyset = set(names)
+    for rec in records:
+        if type(rec) is not dict or rec.keys() != keyset:
+            _raise_shape(rec, names, label)
 
 
 def _raise_shape(rec: Any, names: list, label: str) -> None:

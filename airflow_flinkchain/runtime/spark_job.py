@@ -240,7 +240,7 @@ def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: li
             if schema is not None and rows:  # a declared type is checked, never left to the database
                 from airflow_flinkchain.runtime.exchange_types import records_to_batch
 
-                records_to_batch(rows, [None] * len(rows), schema, sink["label"])
+                records_to_batch(rows, None, schema, sink["label"])
             n = commit_table(url, d.table, d.run_id_column, run_id, rows, schema, sink["label"],
                              dag_id_column=getattr(d, "dag_id_column", None), dag_id=area.dag_id)
             outputs.append({"sink": key, "kind": "sql", "path": d.table, "records": n})

@@ -39,6 +39,8 @@ BAD_RECORDS = [
     ("missing_field", {"id": 1}, ["missing field(s) ['name']"]),
     ("extra_field", {"id": 1, "name": "a", "debug": True}, ["undeclared field(s) ['debug']"]),
     ("not_a_dict", (1, "a"), ["is a tuple, not a dict"]),
+    # as many keys as declared, one of them wrong: caught by the per-column lookup, not the key count
+    ("renamed_field", {"id": 1, "nmae": "a"}, ["missing field(s) ['name']", "undeclared field(s) ['nmae']"]),
 ]
 
 
@@ -58,7 +60,7 @@ def typed_pipeline(tmp, bad, where):
 
 
 # Every case runs on the typed edge; the sinks share the same checks, so they get a few.
-SINK_CASES = ("float_truncated", "none_in_not_null", "extra_field")
+SINK_CASES = ("float_truncated", "none_in_not_null", "extra_field", "renamed_field")
 OUTPUT_TYPE_CASES = [
     pytest.param(where, *c, id=f"{where}-{c[0]}")
     for where in ("edge", "file", "sql")

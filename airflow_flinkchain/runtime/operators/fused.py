@@ -17,10 +17,12 @@ flat_map's output count; everything else is derived (map out = in - errors).
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
-from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, RC_ITEM, RC_PRIVATE, RC_SEQ, copy_record
+from airflow_flinkchain.runtime import copying
+from airflow_flinkchain.runtime.copying import (IMMUTABLE_TYPES, RC_ITEM, RC_ITEM_LOCAL, RC_PRIVATE, RC_SEQ,
+                                                copy_record)
 from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.errors import ChainExecutionError
 from airflow_flinkchain.runtime.outputs import ChainingOutput, RecordWriterOutput
@@ -45,7 +47,7 @@ class Segment:
         ns: dict[str, Any] = {
             "IMM": IMMUTABLE_TYPES, "copy_record": copy_record, "CEE": ChainExecutionError,
             "allimm": IMMUTABLE_TYPES.issuperset, "rc": sys.getrefcount, "RCP": RC_PRIVATE, "RCI": RC_ITEM,
-            "RCS": RC_SEQ, "SEQ": frozenset({list, tuple}),
+            "RCS": RC_SEQ, "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable, "SEQ": frozenset({list, tuple}),
             "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
             "on_wm": ops[0].process_watermark,
         }
@@ -61,10 +63,16 @@ class Segment:
             else:
                 ns["emit"] = out.main_emitter(timed)
                 terminal = "none" if ns["emit"] is None else "emit"
+        buffered_sink = None
         for i, op in enumerate(ops):
             ns[f"fn{i}"] = op.fn
             ns[f"err{i}"] = self._counting_error_handler(i, op.error_handler(timed))
-        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], terminal, sorted(ns))
+            hooks = getattr(getattr(op, "writer", None), "fused_hooks", None) if op.kind is K.SINK else None
+            if hooks is not None:
+                buffered_sink = i
+                ns[f"add{i}"], ns[f"chk{i}"] = hooks()[0], _named_check(op, hooks()[1])
+        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], terminal, sorted(ns),
+                           buffered_sink)
         self.source = source
         # names become closure variables of the generated functions (faster than globals)
         self.process, self.run, self.run_plain, self._counts = ns_factory(source)(**ns)
@@ -103,6 +111,19 @@ class Segment:
             records_in = out
 
 
+def _named_check(op, flush_if_full: Callable) -> Callable:
+    """A buffered sink's per-chunk flush; its failure (e.g. a record that does not fit the
+    sink's output_type) names the sink operator (the message of the cause names the record)."""
+    def check() -> None:
+        try:
+            flush_if_full()
+        except ChainExecutionError:
+            raise
+        except Exception as exc:
+            raise op.error("process", exc) from exc
+    return check
+
+
 def build_segment(head, timed: bool) -> Segment:
     ops = [head]
     if not timed:  # the timed wiring stays unfused, to time each operator
@@ -128,7 +149,7 @@ _TERMINALS = {
 }
 
 
-def _private_test(kind, v: str, i: int):
+def _private_test(kind, v: str, i: int, var: str):
     """Python condition true when the output `v` of operator i is referenced by
     the generated code's locals only (None: no such test for this kind).
 
@@ -146,18 +167,22 @@ def _private_test(kind, v: str, i: int):
       flat_map: for v in r -> v is private iff refcount(v) == RC_PRIVATE (an
                 iterator that keeps no reference), or r is a list/tuple that
                 only the loop holds (refcount(r) == RC_SEQ) and v is in it once
-                (refcount(v) == RC_ITEM); a record emitted twice is copied.
+                (refcount(v) == RC_ITEM), or once and is the flat_map's input
+                record `x` (refcount(v) == RC_ITEM_LOCAL: our local x is the
+                one more holder; x is not read again, as iterating a
+                list/tuple cannot raise); a record emitted twice is copied.
     """
     if RC_PRIVATE is None:
         return None
     if kind is K.MAP:
         return f"rc({v}) == RCP"
     if kind is K.FLAT_MAP:
-        return f"(rc({v}) == RCP or (rc({v}) == RCI and type(r{i}) in SEQ and rc(r{i}) == RCS))"
+        return (f"(rc({v}) == RCP or (type(r{i}) in SEQ and rc(r{i}) == RCS and (rc({v}) == RCI"
+                f" or ({v} is {var} and rc({v}) == RCL))))")
     return None
 
 
-def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
+def _generate(ops: list, copies: list, terminal: str, names: list, buffered_sink: Optional[int] = None) -> str:
     n = len(ops)
     filters = [i for i, op in enumerate(ops) if op.kind is K.FILTER]
     flat_maps = [i for i, op in enumerate(ops) if op.kind is K.FLAT_MAP]
@@ -171,13 +196,22 @@ def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
             return [pad + line.format(v=var, ts=ts) for line in _TERMINALS[terminal]]
         kind, nxt = ops[i].kind, f"v{i + 1}"
 
-        def then(v: str, ind2: int) -> list[str]:
+        def then(v: str, ind2: int, src: str = var) -> list[str]:
             lines = []
             if i < n - 1 and copies[i]:
                 pad2 = "    " * ind2
-                private = _private_test(kind, v, i)
+                private = _private_test(kind, v, i, src)
                 if private is None:
                     lines.append(pad2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
+                elif copying.flat_immutable is not None:  # the C check: one call instead of two loops
+                    lines += [pad2 + f"if type({v}) is dict:",
+                              pad2 + f"    if flat({v}):",
+                              pad2 + f"        if not {private}:",
+                              pad2 + f"            {v} = {v}.copy()",
+                              pad2 + "    else:",
+                              pad2 + f"        {v} = copy_record({v})",
+                              pad2 + f"elif type({v}) not in IMM:",
+                              pad2 + f"    {v} = copy_record({v})"]
                 else:  # copy_record inlined for flat dicts; no copy at all when only our locals hold it
                     # (an inline loop over keys and values is cheaper than any C helper for small dicts)
                     q = f"q{i}"
@@ -215,13 +249,17 @@ def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
                     pad + f"            o{i} += 1", *then(nxt, ind + 3),
                     pad + "except CEE:", pad + "    raise",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
+        if kind is K.SINK and i == buffered_sink:  # list.append: nothing to catch; flushed per chunk
+            return [pad + f"add{i}({var})"]
         if kind is K.SINK:
             return [pad + "try:", pad + f"    fn{i}({var}, {ts})",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
         raise AssertionError(kind)
 
     nonlocal_line = "nonlocal " + ", ".join(counters)
-    process_body = stage(0, "v0", 2)
+    # a buffered sink is flushed when full: after each record handed to process(), after each chunk of run()
+    check = [] if buffered_sink is None else [f"        chk{buffered_sink}()"]
+    process_body = stage(0, "v0", 2) + check
     ts = "None"
     plain_run_body = stage(0, "v0", 3)
     plain_only_body = stage(0, "v0", 3)
@@ -233,9 +271,9 @@ def _generate(ops: list, copies: list, terminal: str, names: list) -> str:
            "                else:", "                    cell.value = v0.timestamp",
            "                    process(v0.value)", "                    cell.value = None",
            "                continue",
-           "            c_in += 1", *plain_run_body,
+           "            c_in += 1", *plain_run_body, *check,
            "    def run_plain(it):", "        " + nonlocal_line, "        for v0 in it:",
-           "            c_in += 1", *plain_only_body,
+           "            c_in += 1", *plain_only_body, *check,
            "    def counts():",
            "        return c_in, {" + ", ".join(f"{i}: f{i}" for i in filters) + "}, {"
            + ", ".join(f"{i}: o{i}" for i in flat_maps) + "}",

@@ -1,0 +1,6 @@
+"""Only for the optional C accelerator; all metadata lives in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("airflow_flinkchain.runtime._flatcheck", ["airflow_flinkchain/runtime/_flatcheck.c"],
+                             optional=True)])
