@@ -19,7 +19,7 @@ export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
 .PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow plan clean
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/_flatcheck.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt

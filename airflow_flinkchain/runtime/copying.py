@@ -20,8 +20,9 @@ Tuples and frozensets are copied only when they hold something mutable.
 from __future__ import annotations
 
 import copy
-import decimal
 import datetime
+import decimal
+import os
 import sys
 from typing import Any
 
@@ -32,13 +33,18 @@ IMMUTABLE_TYPES = frozenset({
 
 _IMM = IMMUTABLE_TYPES
 
-try:  # optional C accelerator (built by setup.py when a compiler is there); same answers as the loops below
-    from airflow_flinkchain.runtime import _flatcheck
+# Optional C accelerator (built by setup.py when a compiler is there; same answers as the
+# loops below). Not used when the package comes from the spark-submit py_files archive (a zip
+# cannot hold an importable extension) or when FLINKCHAIN_PURE_PYTHON=1.
+flat_immutable = None
+if os.environ.get("FLINKCHAIN_PURE_PYTHON", "") in ("", "0"):
+    try:
+        from airflow_flinkchain.runtime import _flatcheck
 
-    _flatcheck.set_immutable_types(IMMUTABLE_TYPES)
-    flat_immutable = _flatcheck.flat_immutable
-except ImportError:
-    flat_immutable = None
+        _flatcheck.set_immutable_types(IMMUTABLE_TYPES)
+        flat_immutable = _flatcheck.flat_immutable
+    except ImportError:
+        pass
 _all_immutable = _IMM.issuperset  # _all_immutable(map(type, items)): one C loop, no Python frame per item
 _deepcopy = copy.deepcopy
 

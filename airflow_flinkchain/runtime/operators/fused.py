@@ -12,6 +12,13 @@ dead-lettered record simply does not go on, and a flat_map's remaining
 outputs still do. Counters are closure variables (one integer add where
 needed): the head's records_in, each filter's filtered count, each
 flat_map's output count; everything else is derived (map out = in - errors).
+
+A file sink at the end of a segment is fed by `list.append` on its buffer
+(`FileSinkWriter.fused_hooks`) and flushed when full, checked once per input
+chunk of run() and once per process() call: no method call per record. A
+failing flush (a record that does not fit the sink's output_type) fails the
+subtask naming the sink and, in the cause, the record - under every on_error
+policy, as before.
 """
 
 from __future__ import annotations
