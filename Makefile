@@ -17,7 +17,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__DAGS_FOLDER ?= $(abspath dags)
 export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
-.PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow plan clean
+.PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow bench-flink-venv plan clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/_flatcheck.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ demo: venv airflow-db
 # make bench BENCH_ARGS="--quick --only runtime,parse --repeat 1": see python -m benchmarks.run --help
 bench: venv airflow-db
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+# PyFlink for `make bench`'s flink section, in its own venv (it pins its own pyarrow/pandas/beam).
+bench-flink-venv:
+	test -x .venv-flink/bin/python || $(PYTHON) -m venv .venv-flink
+	.venv-flink/bin/pip install -q apache-flink==2.3.0
 
 # Same 8-operator pipeline through Airflow, chained (2 tasks) vs unchained (8 tasks).
 bench-airflow: venv airflow-db

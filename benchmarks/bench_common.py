@@ -50,16 +50,12 @@ def machine_info() -> dict:
             versions[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - a missing optional module is a fact, not an error
             versions[mod] = None
-    try:
-        import pyflink  # noqa: F401
+    from airflow_flinkchain.runtime.copying import flat_immutable
 
-        from importlib.metadata import version
-
-        versions["apache-flink"] = version("apache-flink")
-    except Exception:  # noqa: BLE001
-        versions["apache-flink"] = None
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        # object reuse off: is the record-copy check the C one (runtime/_flatcheck) or pure Python?
+        "c_copy_check": flat_immutable is not None,
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),

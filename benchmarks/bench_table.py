@@ -66,7 +66,16 @@ def table(report: dict) -> str:
         out.append(f"| unchained ÷ chained (target >= 3x) | {af['ratio_unchained_over_chained']:.2f}x |")
         out.append("")
     fl = report.get("flink")
-    if fl:
+    if fl and "records_per_s" in fl:
+        chain = (rt or {}).get("pipelines", {}).get("3_operators", {}).get("records_per_s", {}).get("chain")
+        vs = f"; the chain runtime is {chain['median'] / fl['records_per_s']['median']:.1f}x of it" if chain else ""
+        out.append(f"| PyFlink {fl['apache_flink']}, BATCH, parallelism {fl['parallelism']}, "
+                   f"{fl['records']:,} records | records/s |")
+        out.append("|---|---|")
+        out.append(f"| map → filter → flat_map (3 operators) | {_rps(fl['records_per_s'])} |")
+        out.append("")
+        out.append(f"PyFlink: {fl['note']}{vs}.")
+    elif fl:
         out.append(f"PyFlink: {fl.get('status', 'error')}.")
     return "\n".join(out)
 

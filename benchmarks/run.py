@@ -8,7 +8,7 @@ Sections (see each module's docstring):
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
-  flink    the same pipeline in PyFlink BATCH mode, if apache-flink is installed  (bench_flink)
+  flink    the same pipeline in PyFlink BATCH mode, if a venv with apache-flink exists (bench_flink)
 
 Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,
 versions, load average) and DIR/<section>.png. `--quick` runs tiny sizes (the
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
             spark = None
         from benchmarks.bench_flink import run_flink
 
-        section("flink", lambda: run_flink(input_path, sizes["runtime"], args.parallelism, args.repeat))
+        section("flink", lambda: run_flink(input_path, sizes["runtime"], args.parallelism, args.repeat, tmp))
         from benchmarks.bench_parse import run_parse
 
         section("parse", lambda: run_parse(tmp, sizes["operators"], args.repeat))
@@ -187,7 +187,10 @@ def summary(report: dict) -> str:
                      f"{af['seconds']['unchained']['median']:.1f}s, ratio {af['ratio_unchained_over_chained']:.2f}x "
                      f"(target >= 3x)")
     fl = report.get("flink")
-    if isinstance(fl, dict):
+    if isinstance(fl, dict) and "records_per_s" in fl:
+        lines.append(f"flink: PyFlink {fl['apache_flink']} {fl['records_per_s']['median']:,.0f}/s "
+                     f"({fl['records']:,} records)")
+    elif isinstance(fl, dict):
         lines.append(f"flink: {fl.get('status', 'error')}")
     return "\n".join(lines)
 
