@@ -233,7 +233,8 @@ class DataStream(_OperatorSettings):
                 f"{sorted(op.declared_output_tags)}. Add the tag to its output_tags, or fix the tag.",
                 operator=op.name,
             )
-        t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid)
+        t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid,
+                                        output_type=getattr(tag, "output_type", None))
         return DataStream(self._pipeline, t)
 
     def dead_letters(self) -> "DataStream":

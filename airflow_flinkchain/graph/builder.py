@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
-from typing import Iterable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.graph.errors import PlanningError, PlanningWarning
 from airflow_flinkchain.graph.model import (
@@ -55,6 +55,7 @@ class _Route:
     partition: Optional[PartitionTransformation] = None
     output_tag: Optional[str] = None
     selected_names: tuple[str, ...] = ()
+    output_type: Any = field(default=None, compare=False)  # of the side output (OutputTag.output_type)
 
 
 def default_max_parallelism(parallelism: int) -> int:
@@ -135,11 +136,11 @@ class _Resolver:
     def _wrap(route: _Route, t: Transformation) -> _Route:
         if isinstance(t, PartitionTransformation):
             # Applied last = nearest the consumer: it wins (as in Flink).
-            return _Route(route.source, t, route.output_tag, route.selected_names)
+            return _Route(route.source, t, route.output_tag, route.selected_names, route.output_type)
         if isinstance(t, SideOutputTransformation):
-            return _Route(route.source, route.partition, t.tag_id, route.selected_names)
+            return _Route(route.source, route.partition, t.tag_id, route.selected_names, t.output_type)
         if isinstance(t, SelectTransformation):
-            return _Route(route.source, route.partition, route.output_tag, t.names)
+            return _Route(route.source, route.partition, route.output_tag, t.names, route.output_type)
         raise TypeError(f"unknown transformation {t!r}")  # pragma: no cover
 
 
@@ -273,6 +274,7 @@ def _edge(
         selected_names=route.selected_names,
         type_number=0,
         index=index,
+        output_type=route.output_type,
     )
 
 

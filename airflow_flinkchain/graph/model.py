@@ -119,6 +119,9 @@ class StreamEdge:
     selected_names: tuple[str, ...] = ()
     type_number: int = 0
     index: int = 0
+    # declared record type of a side-output edge (its OutputTag's output_type); main-output
+    # edges take the producer node's output_type. Not part of the edge's identity.
+    output_type: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

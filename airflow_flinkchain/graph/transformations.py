@@ -70,6 +70,7 @@ class PartitionTransformation(Transformation):
 @dataclass(eq=False)
 class SideOutputTransformation(Transformation):
     tag_id: str = ""
+    output_type: Any = None  # the OutputTag's declared record type, if any
 
 
 @dataclass(eq=False)

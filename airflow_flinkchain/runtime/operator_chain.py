@@ -92,6 +92,8 @@ class OperatorChain:
                     raise ValueError(f"edge {edge} of operator {node.name!r} is neither chained nor a chain out-edge"
                                      f" of chain {self.chain.name!r}: the JobGraph is inconsistent")
                 outputs.append((rw, edge))
+        # chained outputs that receive the same (main) records: all but the last need copies
+        chained_main = [e for e in out_edges if e in self._chained and e.output_tag is None]
         for edge in out_edges:
             if edge in self._chained:
                 target = self._create_chained_operator(edge.target_id)
@@ -99,7 +101,8 @@ class OperatorChain:
                 if self.scope.object_reuse:
                     chaining: Output = ChainingOutput(target, edge.output_tag)
                 else:
-                    chaining = CopyingChainingOutput(target, edge.output_tag, producer_kind=node.kind)
+                    shared = len(chained_main) > 1 and edge is not chained_main[-1]
+                    chaining = CopyingChainingOutput(target, edge.output_tag, producer_kind=node.kind, shared=shared)
                 outputs.append((chaining, edge))
         if node.output_selector is not None:
             selector = adapt_function(node.output_selector, "select", node)

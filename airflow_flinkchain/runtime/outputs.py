@@ -83,11 +83,13 @@ class CopyingChainingOutput(ChainingOutput):
     """Object reuse off (default): the next operator gets its own copy, so it
     never sees a mutation made by a sibling branch or by the producer later.
     Skipped for immutable values, and after a source or filter, whose output
-    is already private (a fresh value / the copy the filter received)."""
+    is already private (a fresh value / the copy the filter received) - unless
+    `shared`: that producer hands the same record to several chained outputs
+    (fan-out, split), and all but the last of them must get their own copy."""
 
-    def __init__(self, target, output_tag: Optional[str] = None, producer_kind: Any = None):
+    def __init__(self, target, output_tag: Optional[str] = None, producer_kind: Any = None, shared: bool = False):
         super().__init__(target, output_tag)
-        self.needs_copy = producer_kind not in _NO_COPY_PRODUCERS
+        self.needs_copy = shared or producer_kind not in _NO_COPY_PRODUCERS
 
     def _handler(self, timed: bool) -> Emitter:
         handler = self.target.handler(timed)

@@ -87,7 +87,7 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
         ce = job.edge(e)
         src = g.node(ce.stream_edge.source_id)
         outputs[e] = {"location": attempt.edge(e), "channels": job.chain(ce.target).parallelism,
-                      "output_type": src.output_type if ce.output_tag is None else None,
+                      "output_type": src.output_type if ce.output_tag is None else ce.stream_edge.output_type,
                       "label": f"operator {src.name!r} writing edge {e!r}"}
     sinks = {}
     for nid in chain.node_ids:
@@ -204,6 +204,10 @@ def _check_output_types(job, chain) -> None:
         for output_type, label in declared:
             if output_type is not None:
                 parse_output_type(output_type, label)
+    for e in chain.out_edges:  # typed side outputs (OutputTag(..., output_type=...)) leaving the chain
+        ce = job.edge(e)
+        if ce.output_tag is not None and ce.stream_edge.output_type is not None:
+            parse_output_type(ce.stream_edge.output_type, f"side output {ce.output_tag!r} of edge {e!r}")
 
 
 def _error_text(exc: BaseException) -> str:

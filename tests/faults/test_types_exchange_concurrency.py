@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_flinkchain import StreamPipeline
+from airflow_flinkchain.functions import OutputTag
 from airflow_flinkchain.io import ParquetSink, SqlSink
 from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
 from airflow_flinkchain.runtime.local import execute_pipeline
@@ -91,6 +92,42 @@ def test_fitting_records_keep_their_types(spark, tmp_path):
     table = pq.read_table(str(tmp_path / "out"))
     assert table.schema.field("id").type == pa.int64()
     assert multiset(table.to_pylist()) == multiset(GOOD + [{"id": 99, "name": None}])
+
+
+def _tagged_pipeline(late):
+    tag = OutputTag("odd", output_type=TYPE)
+
+    def route(r, ctx):
+        if r["id"] % 2:
+            ctx.output(tag, late if r["id"] == 5 else r)
+        else:
+            yield r
+
+    p = StreamPipeline("typed_side", parallelism=2)
+    routed = p.from_collection(GOOD).name("numbers").process(route, output_tags=[tag]).name("route")
+    routed.collect("even")
+    routed.get_side_output(tag).rebalance().map(lambda r: r).name("after").collect("odd")
+    return p
+
+
+def test_typed_side_output_crosses_chains_as_plain_parquet_columns(spark, tmp_path):
+    p = _tagged_pipeline(GOOD[5])
+    result = execute_pipeline(p, spark=spark, exchange_root=str(tmp_path / "ex"), run_id="r1", keep=True)
+    assert multiset(result.output("odd")) == multiset(r for r in GOOD if r["id"] % 2)
+    edge = next(e for e in p.plan().edges if e.output_tag == "odd")
+    files = [os.path.join(d, f) for d, _, fs in os.walk(ExchangeArea(str(tmp_path / "ex"), p.name, "r1")
+                                                     .edge(edge.id).path) for f in fs if f.endswith(".parquet")]
+    assert files
+    schema = pq.read_schema(files[0])
+    assert schema.field("id").type == pa.int64() and schema.field("name").type == pa.string()
+
+
+def test_side_output_record_not_fitting_its_tag_type_names_operator_and_field(spark, tmp_path):
+    p = _tagged_pipeline({"id": 5.5, "name": "x"})
+    with pytest.raises(ChainRunError) as info:
+        execute_pipeline(p, spark=spark, exchange_root=str(tmp_path / "ex"), run_id="r1")
+    for fragment in ("operator 'route' writing edge", "field 'id' expects int64", "5.5"):
+        assert fragment in str(info.value), str(info.value)
 
 
 # ---- corrupt exchange data ----------------------------------------------------------------------

@@ -26,8 +26,10 @@ TEST_ENV = {
     "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(AIRFLOW_HOME / "passwords.json"),
     "AIRFLOW__API_AUTH__JWT_SECRET": "flinkchain-test-secret-" + "x" * 48,
     "AIRFLOW__API__SECRET_KEY": "flinkchain-test-secret",
-    "FLINKCHAIN_STORE_URL": f"sqlite:///{AIRFLOW_HOME / 'flinkchain_store.db'}",
 }
+# Read when a store is opened, not at import: set only while this package's tests run
+# (a collection-time setting leaked into every later Airflow subprocess of the session).
+STORE_URL = f"sqlite:///{AIRFLOW_HOME / 'flinkchain_store.db'}"
 # AIRFLOW_HOME and the metadata DB are fixed when Airflow is imported; everything
 # else is read from the environment when used.
 BOUND_AT_IMPORT = ("AIRFLOW_HOME", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN")
@@ -35,6 +37,17 @@ if "airflow" not in sys.modules:
     os.environ.update(TEST_ENV)
 else:  # another test package imported Airflow first: keep its home and DB (migrated below)
     os.environ.update({k: v for k, v in TEST_ENV.items() if k not in BOUND_AT_IMPORT})
+
+
+@pytest.fixture(scope="package", autouse=True)
+def plugin_store_url():
+    old = os.environ.get("FLINKCHAIN_STORE_URL")
+    os.environ["FLINKCHAIN_STORE_URL"] = STORE_URL
+    yield STORE_URL
+    if old is None:
+        os.environ.pop("FLINKCHAIN_STORE_URL", None)
+    else:
+        os.environ["FLINKCHAIN_STORE_URL"] = old
 
 
 @pytest.fixture(scope="session")

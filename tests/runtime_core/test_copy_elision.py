@@ -167,3 +167,27 @@ def test_flat_map_emitting_its_own_input_hands_it_on_without_a_copy(accelerator)
     assert seen == kept and all(a is not b for a, b in zip(seen, kept))
     kept[0]["x"] = "mutated"
     assert seen[0] == {"x": 1}
+
+
+@pytest.mark.parametrize("producer", [K.FILTER, K.SOURCE])
+def test_fan_out_after_a_filter_or_source_gives_each_branch_its_own_record(accelerator, producer):
+    """A filter's or source's output needs no copy when one operator consumes it; with
+    several chained consumers, one mutating its input must not change what another sees."""
+    def mutate(d):
+        d["x"] = "mutated"
+        return d
+
+    nodes = [node(0, K.SOURCE)]
+    if producer is K.FILTER:
+        nodes.append(node(1, K.FILTER, lambda d: True))
+    fan = nodes[-1].id
+    n = len(nodes)
+    nodes += [node(n, K.MAP, mutate), node(n + 1, K.SINK, name="mutated"),
+              node(n + 2, K.MAP, lambda d: dict(d)), node(n + 3, K.SINK, name="kept")]
+    edges = [edge(i, i + 1) for i in range(fan)] + [edge(fan, n), edge(n, n + 1), edge(fan, n + 2),
+                                                     edge(n + 2, n + 3)]
+    for first, second in ((n, n + 2), (n + 2, n)):  # either branch first in the fan-out
+        ordered = [e for e in edges if e.source_id != fan] + [edge(fan, first), edge(fan, second)]
+        writers, _ = run(build_job(nodes, ordered), [{"x": i} for i in range(3)])
+        assert writers.sink_values("kept") == [{"x": 0}, {"x": 1}, {"x": 2}]
+        assert writers.sink_values("mutated") == [{"x": "mutated"}] * 3
