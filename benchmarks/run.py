@@ -47,6 +47,9 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=DEFAULT_OUT, help="directory for report.json and the PNGs")
     ap.add_argument("--records", type=int, help="override the runtime section's input size (default 2M)")
     ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other sections of the existing DIR/report.json (each section records "
+                         "the machine and commit it was measured on)")
     args = ap.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(args.sections) - set(SECTIONS)
@@ -73,6 +76,8 @@ def main(argv=None) -> int:
         "quick": args.quick, "repeat": args.repeat, "parallelism": args.parallelism, "sections": args.sections,
         "sizes": sizes, "spark_master": f"local[{args.parallelism}]", "spark_conf": SPARK_CONF}}
     report["code"] = code_version()
+    if args.merge:
+        report = merged_base(args.out, report)
     tmp = tempfile.mkdtemp(prefix="flinkchain-bench-")
     failed = []
     spark = None
@@ -83,12 +88,15 @@ def main(argv=None) -> int:
             return
         print(f"[bench] {name} ...", flush=True)
         t = time.time()
+        before = list(os.getloadavg())
         try:
             report[name] = fn()
         except Exception:  # noqa: BLE001 - one broken section must not lose the others' numbers
             failed.append(name)
             report[name] = {"error": traceback.format_exc()[-4000:]}
         if isinstance(report[name], dict):
+            report[name]["measured"] = {"date": machine_info()["date"], "commit": report["code"]["commit"],
+                                        "load_average_before": before}
             report[name]["section_seconds"] = round(time.time() - t, 1)
             report[name]["load_average_after"] = list(os.getloadavg())
         write_report(report, args.out)  # a later section that never ends still leaves these numbers
@@ -140,6 +148,20 @@ def main(argv=None) -> int:
     if failed:
         print(f"[bench] FAILED sections: {', '.join(failed)} (tracebacks in report.json)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def merged_base(out: str, fresh: dict) -> dict:
+    """The existing report with this run's settings: sections not re-run are kept as measured."""
+    path = os.path.join(out, "report.json")
+    if not os.path.exists(path):
+        return fresh
+    with open(path) as fh:
+        old = json.load(fh)
+    kept = [s for s in SECTIONS if s in old and s not in fresh["settings"]["sections"]]
+    base = {k: v for k, v in old.items() if k in kept}
+    fresh["settings"]["merged_from_earlier_run"] = {s: old.get("code", {}).get("commit") for s in kept}
+    fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **fresh["settings"]["sizes"]}
+    return {**fresh, **base}
 
 
 def write_report(report: dict, out: str) -> None:

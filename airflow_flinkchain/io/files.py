@@ -57,10 +57,11 @@ class FileSinkWriter:
             self.flush()
 
     def fused_hooks(self) -> tuple:
-        """(append, flush_if_full) for generated chain code (runtime/operators/fused.py): it
-        appends records straight to the buffer (files keep no timestamps) and calls
-        flush_if_full() once per input chunk instead of paying a write() call per record."""
-        return self.buffer.append, self._flush_if_full
+        """(append, flush_if_full, buffer, limit) for generated chain code
+        (runtime/operators/fused.py): it appends records straight to the buffer (files
+        keep no timestamps) and calls flush_if_full() once per input chunk - or when
+        len(buffer) >= limit - instead of paying a write() call per record."""
+        return self.buffer.append, self._flush_if_full, self.buffer, SINK_BATCH_ROWS
 
     def _flush_if_full(self) -> None:
         if len(self.buffer) >= SINK_BATCH_ROWS:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime import copying
 from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, copy_record
 from airflow_flinkchain.runtime.elements import TimestampCell, Watermark
 from airflow_flinkchain.runtime.errors import ChainExecutionError
@@ -96,11 +97,22 @@ class CopyingChainingOutput(ChainingOutput):
         if not self.needs_copy:
             return handler
         immutable = IMMUTABLE_TYPES
+        flat = copying.flat_immutable
 
-        def copying(value: Any) -> None:
+        if flat is not None:  # the C check: a flat dict of scalars is copied without a Python call
+            def copying_flat(value: Any) -> None:
+                t = type(value)
+                if t is dict and flat(value):
+                    handler(value.copy())
+                else:
+                    handler(value if t in immutable else copy_record(value))
+
+            return copying_flat
+
+        def copying_any(value: Any) -> None:
             handler(value if type(value) in immutable else copy_record(value))
 
-        return copying
+        return copying_any
 
 
 class RecordWriterOutput(Output):

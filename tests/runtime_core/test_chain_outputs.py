@@ -141,3 +141,52 @@ def test_api_pipeline_runs_through_run_subtask():
     run_subtask(job, job.chains[0].id, 0, "r", range(6), w.record_writer_factory, w.sink_writer_factory)
     assert w.sink_values("out") == [10, 20, 40, 50]
     assert w.sink_values("odd") == [1, 5]
+
+
+def _routing(v, ctx):
+    if v == 13:
+        raise ValueError("bad 13")
+    if v % 3 == 0:
+        ctx.output(OutputTag("three"), v)
+    elif v % 3 == 1:
+        yield OutputTag("one"), v
+    else:
+        yield v
+        yield -v
+
+
+def _process_job(on_error):
+    nodes = [node(0, K.SOURCE), node(1, K.MAP, lambda x: x + 1), node(2, K.PROCESS, _routing, on_error=on_error),
+             node(3, K.MAP, lambda x: x * 10), node(4, K.SINK, name="main"), node(5, K.SINK, name="three"),
+             node(6, K.SINK, name="one")]
+    edges = [edge(0, 1), edge(1, 2), edge(2, 3), edge(3, 4), edge(2, 5, output_tag="three"),
+             edge(2, 6, output_tag="one")]
+    return build_job(nodes, edges)
+
+
+def test_process_is_fused_with_its_neighbours_keeping_side_outputs_errors_and_counts():
+    job = _process_job("skip")
+    w = MemoryWriters()
+    chain = OperatorChain(job, "c0", 0, "r", w.record_writer_factory, w.sink_writer_factory)
+    m = chain.run(range(3000))  # > 1024: the timed (unfused) and the fused wiring both run
+    assert [op.name for op in chain.head.fast_segment.ops] == ["source0", "map1", "process2", "map3", "main"]
+    vs = [v for v in range(1, 3001) if v != 13]
+    assert w.sink_values("main") == [y for v in vs if v % 3 == 2 for y in (v * 10, -v * 10)]
+    assert w.sink_values("three") == [v for v in vs if v % 3 == 0]
+    assert w.sink_values("one") == [v for v in vs if v % 3 == 1]
+    proc = m.operator("process2").to_dict()
+    assert proc["records_in"] == 3000 and proc["skipped"] == 1
+    assert proc["records_out"] == 2 * sum(1 for v in vs if v % 3 == 2)
+    assert proc["side_outputs"] == {"three": sum(1 for v in vs if v % 3 == 0), "one": sum(1 for v in vs if v % 3 == 1)}
+    assert m.operator("map3").to_dict()["records_in"] == proc["records_out"]
+
+
+def test_fused_process_failure_names_operator_and_record():
+    from airflow_flinkchain.runtime.errors import ChainExecutionError
+
+    try:
+        run(_process_job("fail"), range(3000))
+    except ChainExecutionError as exc:
+        assert "process2" in str(exc) and "13" in str(exc) and "bad 13" in str(exc)
+    else:
+        raise AssertionError("no error")

@@ -32,17 +32,29 @@ from airflow_flinkchain.runtime.copying import (IMMUTABLE_TYPES, RC_ITEM, RC_ITE
                                                 copy_record)
 from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.errors import ChainExecutionError
-from airflow_flinkchain.runtime.outputs import ChainingOutput, RecordWriterOutput
+from airflow_flinkchain.functions import OutputTag
+from airflow_flinkchain.runtime.outputs import BroadcastingOutputCollector, ChainingOutput, RecordWriterOutput
 
 K = OperatorKind
 
 
+def _main_chaining(op):
+    """The one ChainingOutput that gets all of op's main records, or None: op's output
+    itself, or the only untagged output of a fan-out whose others are side outputs."""
+    out = op.output
+    if isinstance(out, ChainingOutput):
+        return out if out.output_tag is None else None
+    if type(out) is BroadcastingOutputCollector:
+        mains = [o for o in out.outputs if o.output_tag is None]
+        if len(mains) == 1 and isinstance(mains[0], ChainingOutput):
+            return mains[0]
+    return None
+
+
 def _next_fused(op):
     """The operator `op` hands all its main records to, if it can join op's fused run."""
-    out = op.output
-    if isinstance(out, ChainingOutput) and out.output_tag is None and out.target.fusable:
-        return out.target
-    return None
+    out = _main_chaining(op)
+    return out.target if out is not None and out.target.fusable else None
 
 
 class Segment:
@@ -56,7 +68,7 @@ class Segment:
             "allimm": IMMUTABLE_TYPES.issuperset, "rc": sys.getrefcount, "RCP": RC_PRIVATE, "RCI": RC_ITEM,
             "RCS": RC_SEQ, "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable, "SEQ": frozenset({list, tuple}),
             "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
-            "on_wm": ops[0].process_watermark,
+            "on_wm": ops[0].process_watermark, "OT": OutputTag,
         }
         last = ops[-1]
         terminal = "none"
@@ -67,6 +79,11 @@ class Segment:
                 sel = out.record_writer.selector
                 terminal = "rw_const" if type(sel) is int else "rw_bcast" if type(sel) is tuple else "rw_select"
                 ns.update(rw_write=out.record_writer.channel_sink.write, rw_sel=sel, rw_fail=out.fail)
+            elif type(out) is BroadcastingOutputCollector:
+                # a fan-out: call each output's handler inline, copying where it must
+                targets = _fan_out_targets(out, timed)
+                terminal = _fan_out_lines(targets)
+                ns.update({f"fan{j}": handler for j, (_, handler) in enumerate(targets)})
             else:
                 ns["emit"] = out.main_emitter(timed)
                 terminal = "none" if ns["emit"] is None else "emit"
@@ -74,12 +91,17 @@ class Segment:
         for i, op in enumerate(ops):
             ns[f"fn{i}"] = op.fn
             ns[f"err{i}"] = self._counting_error_handler(i, op.error_handler(timed))
+            if op.kind is K.PROCESS:
+                ctx = op.context(timed)
+                ns[f"ctx{i}"], ns[f"side{i}"] = ctx, ctx.output
             hooks = getattr(getattr(op, "writer", None), "fused_hooks", None) if op.kind is K.SINK else None
             if hooks is not None:
                 buffered_sink = i
-                ns[f"add{i}"], ns[f"chk{i}"] = hooks()[0], _named_check(op, hooks()[1])
-        source = _generate(ops, [getattr(op.output, "needs_copy", False) for op in ops], terminal, sorted(ns),
-                           buffered_sink)
+                add, flush_if_full, buffer, limit = hooks()
+                ns.update({f"add{i}": add, f"chk{i}": _named_check(op, flush_if_full), f"buf{i}": buffer,
+                           f"LIM{i}": limit})
+        source = _generate(ops, [getattr(_main_chaining(op), "needs_copy", False) for op in ops], terminal,
+                           sorted(ns), buffered_sink)
         self.source = source
         # names become closure variables of the generated functions (faster than globals)
         self.process, self.run, self.run_plain, self._counts = ns_factory(source)(**ns)
@@ -108,7 +130,7 @@ class Segment:
                 f = filtered[i] - p_filtered.get(i, 0)
                 op.metrics.filtered += f
                 out = records_in - f - dropped
-            elif kind is K.FLAT_MAP:
+            elif kind is K.FLAT_MAP or kind is K.PROCESS:
                 out = outs[i] - p_outs.get(i, 0)
             elif kind is K.SINK:
                 out = 0
@@ -116,6 +138,36 @@ class Segment:
                 out = records_in - dropped
             op.add_counts(records_in, out)
             records_in = out
+
+
+def _fan_out_targets(out, timed: bool) -> list:
+    """[(copy?, handler)] of a fan-out's main outputs, in order (object reuse off: Flink's
+    BroadcastingOutputCollector with CopyingChainingOutputs, each copying for itself when it must)."""
+    targets = []
+    mains = [o for o in out.outputs if o.output_tag is None]
+    for j, o in enumerate(mains):
+        if isinstance(o, ChainingOutput):
+            # object reuse on: Flink's CopyingBroadcastingOutputCollector copies for all but the last
+            copy = j < len(mains) - 1 if out.object_reuse else o.needs_copy
+            targets.append((copy, o.target.handler(timed)))
+        else:  # a RecordWriterOutput serializes (or copies) what it is given right away
+            emit = o.main_emitter(timed)
+            if emit is not None:
+                targets.append((False, emit))
+    return targets
+
+
+def _fan_out_lines(targets: list) -> list:
+    lines = []
+    for j, (needs_copy, _) in enumerate(targets):
+        if not needs_copy:
+            lines.append(f"fan{j}({{v}})")
+        elif copying.flat_immutable is not None:
+            lines += ["if type({v}) is dict and flat({v}):", f"    fan{j}({{v}}.copy())",
+                      "elif type({v}) in IMM:", f"    fan{j}({{v}})", "else:", f"    fan{j}(copy_record({{v}}))"]
+        else:
+            lines += ["if type({v}) in IMM:", f"    fan{j}({{v}})", "else:", f"    fan{j}(copy_record({{v}}))"]
+    return lines or ["pass"]
 
 
 def _named_check(op, flush_if_full: Callable) -> Callable:
@@ -183,16 +235,17 @@ def _private_test(kind, v: str, i: int, var: str):
         return None
     if kind is K.MAP:
         return f"rc({v}) == RCP"
-    if kind is K.FLAT_MAP:
+    if kind is K.FLAT_MAP or kind is K.PROCESS:
         return (f"(rc({v}) == RCP or (type(r{i}) in SEQ and rc(r{i}) == RCS and (rc({v}) == RCI"
                 f" or ({v} is {var} and rc({v}) == RCL))))")
     return None
 
 
-def _generate(ops: list, copies: list, terminal: str, names: list, buffered_sink: Optional[int] = None) -> str:
+def _generate(ops: list, copies: list, terminal, names: list, buffered_sink: Optional[int] = None) -> str:
+    """`terminal`: a key of _TERMINALS, or the template lines ({v}, {ts}) that hand on a record."""
     n = len(ops)
     filters = [i for i, op in enumerate(ops) if op.kind is K.FILTER]
-    flat_maps = [i for i, op in enumerate(ops) if op.kind is K.FLAT_MAP]
+    flat_maps = [i for i, op in enumerate(ops) if op.kind is K.FLAT_MAP or op.kind is K.PROCESS]
     counters = ["c_in"] + [f"f{i}" for i in filters] + [f"o{i}" for i in flat_maps]
 
     ts = "cell.value"  # in run()'s loop over bare values the timestamp is known to be None
@@ -200,7 +253,8 @@ def _generate(ops: list, copies: list, terminal: str, names: list, buffered_sink
     def stage(i: int, var: str, ind: int) -> list[str]:
         pad = "    " * ind
         if i == n:
-            return [pad + line.format(v=var, ts=ts) for line in _TERMINALS[terminal]]
+            lines = terminal if isinstance(terminal, list) else _TERMINALS[terminal]
+            return [pad + line.format(v=var, ts=ts) for line in lines]
         kind, nxt = ops[i].kind, f"v{i + 1}"
 
         def then(v: str, ind2: int, src: str = var) -> list[str]:
@@ -256,6 +310,15 @@ def _generate(ops: list, copies: list, terminal: str, names: list, buffered_sink
                     pad + f"            o{i} += 1", *then(nxt, ind + 3),
                     pad + "except CEE:", pad + "    raise",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
+        if kind is K.PROCESS:  # as flat_map, plus `yield tag, value` pairs to side outputs
+            return [pad + "try:", pad + f"    r{i} = fn{i}({var}, ctx{i})",
+                    pad + f"    if r{i} is not None:", pad + f"        for {nxt} in r{i}:",
+                    pad + f"            if type({nxt}) is tuple and len({nxt}) == 2 and type({nxt}[0]) is OT:",
+                    pad + f"                side{i}({nxt}[0], {nxt}[1])",
+                    pad + "                continue",
+                    pad + f"            o{i} += 1", *then(nxt, ind + 3),
+                    pad + "except CEE:", pad + "    raise",
+                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
         if kind is K.SINK and i == buffered_sink:  # list.append: nothing to catch; flushed per chunk
             return [pad + f"add{i}({var})"]
         if kind is K.SINK:
@@ -266,7 +329,10 @@ def _generate(ops: list, copies: list, terminal: str, names: list, buffered_sink
     nonlocal_line = "nonlocal " + ", ".join(counters)
     # a buffered sink is flushed when full: after each record handed to process(), after each chunk of run()
     check = [] if buffered_sink is None else [f"        chk{buffered_sink}()"]
-    process_body = stage(0, "v0", 2) + check
+    # process() runs per record: only a length test, the flush check when the buffer is full
+    per_record_check = [] if buffered_sink is None else [
+        f"        if len(buf{buffered_sink}) >= LIM{buffered_sink}:", f"            chk{buffered_sink}()"]
+    process_body = stage(0, "v0", 2) + per_record_check
     ts = "None"
     plain_run_body = stage(0, "v0", 3)
     plain_only_body = stage(0, "v0", 3)

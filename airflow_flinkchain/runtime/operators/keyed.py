@@ -33,6 +33,8 @@ class KeyedOperatorMixin:
 
 
 class KeyedProcessOperator(KeyedOperatorMixin, ProcessOperator):
+    fusable = False  # the current key, state and timers are set per record by its own loop
+
     def __init__(self, node, scope):
         super().__init__(node, scope)
         self._init_keyed()

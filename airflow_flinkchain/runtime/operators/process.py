@@ -78,12 +78,20 @@ def make_result_emitter(op: StreamOperator, emit: Optional[Callable], ctx: Proce
 
 
 class ProcessOperator(StreamOperator):
+    """Fusable (fused.py generates its per-record code, as a flat_map's plus side
+    outputs); the keyed variant is not (key context, state, timers)."""
+
     method = "process_element"
     function_class = ProcessFunction
+    fusable = True
 
     def setup(self, runtime_context) -> None:
         super().setup(runtime_context)
         self.fn = adapt_function(self.node.function, self.method, self.node)
+
+    def context(self, timed: bool = False) -> ProcessContext:
+        out = self.output
+        return ProcessContext(self, lambda tag_id: out.side_emitter(tag_id, timed))
 
     def make_process(self, emit, side) -> Callable:
         ctx = ProcessContext(self, side)
