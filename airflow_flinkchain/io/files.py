@@ -8,9 +8,12 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from airflow_flinkchain.runtime.exchange_fs import Location, part_name
-from airflow_flinkchain.runtime.exchange_types import parse_output_type, records_to_batch
+from airflow_flinkchain.runtime.exchange_types import columns_to_arrays, parse_output_type, record_columns
 
 SINK_BATCH_ROWS = 65536
+#: A typed sink moves buffered records into per-field columns every this many records (and
+#: at every fused chunk), while they are still in the CPU cache; the dicts are freed then.
+COLUMNIZE_ROWS = 1024
 EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json"}
 
 
@@ -47,30 +50,42 @@ class FileSinkWriter:
         self.label = label
         self.schema = parse_output_type(output_type, label)
         self.buffer: list = []
+        typed_columns = self.schema is not None and fmt != "json"  # JSON lines are written as the dicts are
+        self.columns = [[] for _ in self.schema.names] if typed_columns else None
+        self.pending = 0  # records moved into self.columns, not yet written
         self.count = 0
         self._writer = None
         self._stream = None
 
     def write(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.buffer.append(value)
-        if len(self.buffer) >= SINK_BATCH_ROWS:
-            self.flush()
+        if len(self.buffer) >= (SINK_BATCH_ROWS if self.columns is None else COLUMNIZE_ROWS):
+            self._flush_if_full()
 
     def fused_hooks(self) -> tuple:
         """(append, flush_if_full, buffer, limit) for generated chain code
         (runtime/operators/fused.py): it appends records straight to the buffer (files
         keep no timestamps) and calls flush_if_full() once per input chunk - or when
         len(buffer) >= limit - instead of paying a write() call per record."""
-        return self.buffer.append, self._flush_if_full, self.buffer, SINK_BATCH_ROWS
+        limit = SINK_BATCH_ROWS if self.columns is None else COLUMNIZE_ROWS
+        return self.buffer.append, self._flush_if_full, self.buffer, limit
 
     def _flush_if_full(self) -> None:
-        if len(self.buffer) >= SINK_BATCH_ROWS:
+        if self.columns is not None:
+            self._columnize()
+            if self.pending >= SINK_BATCH_ROWS:
+                self.flush()
+        elif len(self.buffer) >= SINK_BATCH_ROWS:
             self.flush()
 
+    def _columnize(self) -> None:
+        if self.buffer:
+            for column, values in zip(self.columns, record_columns(self.buffer, self.schema.names, self.label)):
+                column.extend(values)
+            self.pending += len(self.buffer)
+            self.buffer.clear()  # the same list: fused code holds its append
+
     def _batch(self) -> pa.RecordBatch:
-        if self.schema is not None:
-            batch = records_to_batch(self.buffer, None, self.schema, self.label)
-            return batch.drop_columns(["_ts"])
         bad = next((r for r in self.buffer if not isinstance(r, dict)), None)
         if bad is not None:
             raise TypeError(f"{self.label}: {self.fmt} sink records must be dicts (column -> value), got {bad!r}")
@@ -84,6 +99,16 @@ class FileSinkWriter:
         return batch
 
     def flush(self) -> None:
+        if self.columns is not None and self.fmt != "json":
+            self._columnize()
+            if self.pending:
+                batch = pa.RecordBatch.from_arrays(columns_to_arrays(self.columns, self.schema, self.label),
+                                                   schema=self.schema)
+                self._arrow_writer(self.schema).write_batch(batch)
+                self.count += self.pending
+                self.pending = 0
+                self.columns = [[] for _ in self.schema.names]
+            return
         if not self.buffer:
             return
         if self.fmt == "json":

@@ -40,6 +40,21 @@ flat_immutable(PyObject *module, PyObject *value)
     Py_RETURN_TRUE;
 }
 
+/* flat_refcount(value) -> int: -1 unless flat_immutable(value); else value's reference
+   count as seen from the caller (the same number sys.getrefcount(value) gives there: both
+   are METH_O builtins whose argument the caller's stack holds). One call answers both
+   questions the copy elision asks. */
+static PyObject *
+flat_refcount(PyObject *module, PyObject *value)
+{
+    PyObject *flat = flat_immutable(module, value);
+    if (flat == NULL)
+        return NULL;
+    int is_flat = flat == Py_True;
+    Py_DECREF(flat);
+    return PyLong_FromSsize_t(is_flat ? Py_REFCNT(value) : -1);
+}
+
 static PyObject *
 set_immutable_types(PyObject *module, PyObject *types)
 {
@@ -55,6 +70,8 @@ set_immutable_types(PyObject *module, PyObject *types)
 static PyMethodDef methods[] = {
     {"flat_immutable", flat_immutable, METH_O,
      "True when value is a dict whose keys and values are all of immutable scalar types."},
+    {"flat_refcount", flat_refcount, METH_O,
+     "-1 unless flat_immutable(value), else value's reference count as sys.getrefcount gives it."},
     {"set_immutable_types", set_immutable_types, METH_O, "Set the frozenset of immutable scalar types."},
     {NULL, NULL, 0, NULL},
 };

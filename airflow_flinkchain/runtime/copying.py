@@ -37,12 +37,17 @@ _IMM = IMMUTABLE_TYPES
 # loops below). Not used when the package comes from the spark-submit py_files archive (a zip
 # cannot hold an importable extension) or when FLINKCHAIN_PURE_PYTHON=1.
 flat_immutable = None
+flat_refcount = None  # -1, or the refcount of a flat dict (see _flatcheck.c); None when not built
 if os.environ.get("FLINKCHAIN_PURE_PYTHON", "") in ("", "0"):
     try:
         from airflow_flinkchain.runtime import _flatcheck
 
         _flatcheck.set_immutable_types(IMMUTABLE_TYPES)
         flat_immutable = _flatcheck.flat_immutable
+        _probe = {"probe": 1}
+        if _flatcheck.flat_refcount(_probe) == sys.getrefcount(_probe):  # the RC_* calibration holds for it
+            flat_refcount = _flatcheck.flat_refcount
+        del _probe
     except ImportError:
         pass
 _all_immutable = _IMM.issuperset  # _all_immutable(map(type, items)): one C loop, no Python frame per item

@@ -95,24 +95,33 @@ def _column(values: list, field: pa.Field) -> pa.Array:
 def records_to_batch(records: list, ts: Optional[list], schema: pa.Schema, label: str) -> pa.RecordBatch:
     """Arrow batch (declared columns + `_ts`) of dict records, or RecordTypeError.
     `ts`: the records' event timestamps, or None when none has one."""
-    names = schema.names
+    arrays = columns_to_arrays(record_columns(records, schema.names, label), schema, label)
+    arrays.append(pa.nulls(len(records), pa.int64()) if ts is None else pa.array(ts, type=pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=with_ts(schema))
+
+
+def record_columns(records: list, names: list, label: str) -> list:
+    """Per declared field, the list of the records' values; RecordTypeError names a record
+    that is not a dict with exactly the declared keys."""
     # shape check per batch in C: every record a plain dict with as many keys as declared, and
     # (itemgetter below) every declared key present - together: exactly the declared keys. The
     # per-record loop only runs to find and name the offending record.
     if records and not (_ONLY_DICT.issuperset(map(type, records)) and set(map(len, records)) == {len(names)}):
         _find_bad_shape(records, names, label)
     try:
-        values = [list(map(itemgetter(n), records)) for n in names]
+        return [list(map(itemgetter(n), records)) for n in names]
     except KeyError:
         _find_bad_shape(records, names, label)
         raise
+
+
+def columns_to_arrays(columns: list, schema: pa.Schema, label: str) -> list:
+    """Arrow arrays of `record_columns` output; RecordTypeError names the field and the record."""
     try:
-        arrays = [_column(v, f) for v, f in zip(values, schema)]
+        return [_column(v, f) for v, f in zip(columns, schema)]
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        _diagnose(records, schema, label)
+        _diagnose([dict(zip(schema.names, row)) for row in zip(*columns)], schema, label)
         raise
-    arrays.append(pa.nulls(len(records), pa.int64()) if ts is None else pa.array(ts, type=pa.int64()))
-    return pa.RecordBatch.from_arrays(arrays, schema=with_ts(schema))
 
 
 def _find_bad_shape(records: list, names: list, label: str) -> None:

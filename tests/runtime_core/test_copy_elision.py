@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import datetime
 import decimal
+import sys
 
 import pytest
 
@@ -20,6 +21,7 @@ def accelerator(request, monkeypatch):
     """Run a test with the C flat-dict check and with the pure-Python loops that replace it."""
     if request.param == "python":
         monkeypatch.setattr(copying, "flat_immutable", None)
+        monkeypatch.setattr(copying, "flat_refcount", None)
     elif copying.flat_immutable is None:
         pytest.skip("the C accelerator runtime/_flatcheck is not built (no compiler at install time)")
     return request.param
@@ -43,6 +45,11 @@ def test_c_flat_check_answers_as_the_python_loops():
               {1: 2, 2.5: "x"}, type("D", (dict,), {})(x=1), [1], (1,), 1, "s", None, {"x": True, "y": [1]}]
     for v in values:
         assert copying.flat_immutable(v) is _flat_by_loops(v), v
+        if copying.flat_refcount is not None:  # -1, or what sys.getrefcount says at the same place
+            if _flat_by_loops(v):
+                assert copying.flat_refcount(v) == sys.getrefcount(v), v
+            else:
+                assert copying.flat_refcount(v) == -1, v
 
 
 def test_copy_record_has_deepcopy_semantics(accelerator):

@@ -66,7 +66,8 @@ class Segment:
         ns: dict[str, Any] = {
             "IMM": IMMUTABLE_TYPES, "copy_record": copy_record, "CEE": ChainExecutionError,
             "allimm": IMMUTABLE_TYPES.issuperset, "rc": sys.getrefcount, "RCP": RC_PRIVATE, "RCI": RC_ITEM,
-            "RCS": RC_SEQ, "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable, "SEQ": frozenset({list, tuple}),
+            "RCS": RC_SEQ, "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable,
+            "frc": copying.flat_refcount, "SEQ": frozenset({list, tuple}),
             "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
             "on_wm": ops[0].process_watermark, "OT": OutputTag,
         }
@@ -162,7 +163,7 @@ def _fan_out_lines(targets: list) -> list:
     for j, (needs_copy, _) in enumerate(targets):
         if not needs_copy:
             lines.append(f"fan{j}({{v}})")
-        elif copying.flat_immutable is not None:
+        elif copying.flat_refcount is not None:
             lines += ["if type({v}) is dict and flat({v}):", f"    fan{j}({{v}}.copy())",
                       "elif type({v}) in IMM:", f"    fan{j}({{v}})", "else:", f"    fan{j}(copy_record({{v}}))"]
         else:
@@ -208,7 +209,7 @@ _TERMINALS = {
 }
 
 
-def _private_test(kind, v: str, i: int, var: str):
+def _private_test(kind, v: str, i: int, var: str, count: Optional[str] = None):
     """Python condition true when the output `v` of operator i is referenced by
     the generated code's locals only (None: no such test for this kind).
 
@@ -233,11 +234,12 @@ def _private_test(kind, v: str, i: int, var: str):
     """
     if RC_PRIVATE is None:
         return None
+    c = count or f"rc({v})"  # `count`: a variable already holding rc(v)
     if kind is K.MAP:
-        return f"rc({v}) == RCP"
+        return f"{c} == RCP"
     if kind is K.FLAT_MAP or kind is K.PROCESS:
-        return (f"(rc({v}) == RCP or (type(r{i}) in SEQ and rc(r{i}) == RCS and (rc({v}) == RCI"
-                f" or ({v} is {var} and rc({v}) == RCL))))")
+        return (f"({c} == RCP or (type(r{i}) in SEQ and rc(r{i}) == RCS and ({c} == RCI"
+                f" or ({v} is {var} and {c} == RCL))))")
     return None
 
 
@@ -264,15 +266,15 @@ def _generate(ops: list, copies: list, terminal, names: list, buffered_sink: Opt
                 private = _private_test(kind, v, i, src)
                 if private is None:
                     lines.append(pad2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
-                elif copying.flat_immutable is not None:  # the C check: one call instead of two loops
-                    lines += [pad2 + f"if type({v}) is dict:",
-                              pad2 + f"    if flat({v}):",
-                              pad2 + f"        if not {private}:",
-                              pad2 + f"            {v} = {v}.copy()",
-                              pad2 + "    else:",
+                elif copying.flat_refcount is not None:  # the C check: one call instead of two loops
+                    cnt = f"n{i}"  # -1, or the refcount of a flat dict: what rc() would say here
+                    private = _private_test(kind, v, i, src, count=cnt)
+                    lines += [pad2 + f"{cnt} = frc({v})",
+                              pad2 + f"if {cnt} < 0:",
+                              pad2 + f"    if type({v}) not in IMM:",
                               pad2 + f"        {v} = copy_record({v})",
-                              pad2 + f"elif type({v}) not in IMM:",
-                              pad2 + f"    {v} = copy_record({v})"]
+                              pad2 + f"elif not {private}:",
+                              pad2 + f"    {v} = {v}.copy()"]
                 else:  # copy_record inlined for flat dicts; no copy at all when only our locals hold it
                     # (an inline loop over keys and values is cheaper than any C helper for small dicts)
                     q = f"q{i}"
