@@ -306,9 +306,31 @@ def run_runtime(spark, tmp: str, records: int, parallelism: int, repeat: int, wa
 
 
 # -- scale curve: (1) at several sizes, with the Python workers' peak RSS ----------------------------
+def _reset_peak_rss() -> None:
+    """Start of a partition: reset the worker's peak-RSS mark (Linux: clear_refs "5"). Python
+    workers are reused across tasks, so a lifetime peak (ru_maxrss) would carry earlier tasks'."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def _peak_rss() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
 def _report_rss(rss_dir: str) -> None:
-    """Called inside a Python worker at the end of a partition: its peak RSS so far (bytes)."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    """Called inside a Python worker at the end of a partition: its peak RSS since the
+    partition started (bytes)."""
+    rss = _peak_rss()
     with open(os.path.join(rss_dir, f"{os.getpid()}-{uuid.uuid4().hex}"), "w") as fh:
         fh.write(str(rss))
 
@@ -330,6 +352,9 @@ def _rss_expand_class():
 
         def __init__(self, rss_dir):
             self.rss_dir = rss_dir
+
+        def open(self, ctx):
+            _reset_peak_rss()
 
         def flat_map(self, value):
             return rb.expand(value)
@@ -353,6 +378,7 @@ def build_chain_rss(path: str, out: str, parallelism: int, rss_dir: str):
 
 def fused_rss(rss_dir: str):
     def fused(batches):
+        _reset_peak_rss()
         for batch in batches:
             out_rows = []
             for r in batch.to_pylist():
@@ -396,7 +422,8 @@ def run_scale(spark, tmp: str, sizes: list, parallelism: int, repeat: int, input
         points.append(point)
         shutil.rmtree(out, ignore_errors=True)
     return {"parallelism": parallelism, "repeat": repeat, "points": points,
-            "rss_note": "ru_maxrss of each Python worker, reported from inside the worker at the end of its "
-                        "partition (chain: close() of the flat_map function; fused: end of the mapInArrow "
-                        "function); max over partitions and runs. spark.python.worker.reuse=false, so each "
-                        "partition runs in a fresh worker forked from the PySpark daemon."}
+            "rss_note": "peak RSS (VmHWM) of each Python worker during its partition: the mark is reset at "
+                        "the partition's start (/proc/self/clear_refs) and read at its end (chain: open()/"
+                        "close() of the flat_map function; fused: start/end of the mapInArrow function); "
+                        "max over partitions and runs. Python workers are reused across tasks, so a "
+                        "lifetime peak would carry earlier tasks' memory."}

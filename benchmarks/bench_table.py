@@ -17,6 +17,16 @@ def _sec(s: dict) -> str:
     return f"{s['median']:.2f} s ({s['min']:.2f}–{s['max']:.2f})"
 
 
+def _runs(report: dict) -> str:
+    default = report["settings"]["repeat"]
+    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink")
+           if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
+           or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
+    if len(set(per.values())) <= 1:
+        return f"{next(iter(per.values()), default)} runs"
+    return "the runs per figure: " + ", ".join(f"{s} {n}" for s, n in per.items())
+
+
 def table(report: dict) -> str:
     out = []
     m = report["machine"]
@@ -27,7 +37,7 @@ def table(report: dict) -> str:
                f"load average {m['load_average_at_start'][0]:.1f} at start and "
                f"{end[0]:.1f} after the last section; Python {m['versions']['python']}, "
                f"PySpark {m['versions']['pyspark']}, Airflow {m['versions']['airflow']}; "
-               f"median (min–max) of {report['settings']['repeat']} runs.\n")
+               f"median (min–max) of {_runs(report)}.\n")
     rt = report.get("runtime")
     if rt and "pipelines" in rt:
         out.append(f"| runtime, {rt['records']:,} records, local[{rt['parallelism']}] | records/s | chain ÷ this |")
@@ -74,7 +84,7 @@ def table(report: dict) -> str:
         out.append("|---|---|")
         out.append(f"| map → filter → flat_map (3 operators) | {_rps(fl['records_per_s'])} |")
         out.append("")
-        out.append(f"PyFlink: {fl['note']}{vs}.")
+        out.append(f"PyFlink: {fl['note']}{vs.replace('is ', 'is ').replace('x of it', 'x as fast')}.")
     elif fl:
         out.append(f"PyFlink: {fl.get('status', 'error')}.")
     return "\n".join(out)

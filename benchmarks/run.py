@@ -95,6 +95,7 @@ def main(argv=None) -> int:
             failed.append(name)
             report[name] = {"error": traceback.format_exc()[-4000:]}
         if isinstance(report[name], dict):
+            report[name].setdefault("repeat", args.repeat)
             report[name]["measured"] = {"date": machine_info()["date"], "commit": report["code"]["commit"],
                                         "load_average_before": before}
             report[name]["section_seconds"] = round(time.time() - t, 1)
@@ -159,7 +160,13 @@ def merged_base(out: str, fresh: dict) -> dict:
         old = json.load(fh)
     kept = [s for s in SECTIONS if s in old and s not in fresh["settings"]["sections"]]
     base = {k: v for k, v in old.items() if k in kept}
-    fresh["settings"]["merged_from_earlier_run"] = {s: old.get("code", {}).get("commit") for s in kept}
+    earlier = old.get("settings", {}).get("merged_from_earlier_run", {})
+    fresh["settings"]["merged_from_earlier_run"] = {
+        s: earlier.get(s) or (base[s].get("measured") or {}).get("commit") or old.get("code", {}).get("commit")
+        for s in kept}
+    for s in kept:  # the number of runs behind each kept figure
+        if isinstance(base[s], dict):
+            base[s].setdefault("repeat", old.get("settings", {}).get("repeat"))
     fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **fresh["settings"]["sizes"]}
     return {**fresh, **base}
 
