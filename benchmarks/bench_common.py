@@ -31,15 +31,20 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def memory_bytes() -> int:
+def proc_bytes(path: str, field: str) -> int:
+    """A `Field:  N kB` line of a /proc file (meminfo, self/status) in bytes; 0 if absent."""
     try:
-        with open("/proc/meminfo") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("MemTotal:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def memory_bytes() -> int:
+    return proc_bytes("/proc/meminfo", "MemTotal")
 
 
 def machine_info() -> dict:

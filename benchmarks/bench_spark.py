@@ -317,14 +317,9 @@ def _reset_peak_rss() -> None:
 
 
 def _peak_rss() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    from benchmarks.bench_common import proc_bytes
+
+    return proc_bytes("/proc/self/status", "VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _report_rss(rss_dir: str) -> None:
