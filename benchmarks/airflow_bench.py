@@ -74,24 +74,30 @@ def run(env: dict, path: str, var: str) -> dict:
     return json.loads(lines[-1][6:])
 
 
+def prepare(home: str, dags: str, records: int) -> tuple[dict, str]:
+    """Write the benchmark DAG file into `dags`, migrate a metadata DB in `home`, and
+    return (the environment the DAG runs get, the DAG file's path)."""
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(dags, exist_ok=True)
+    path = os.path.join(dags, "bench_dags.py")
+    with open(path, "w") as fh:
+        fh.write(DAG_FILE.format(records=records))
+    env = {**os.environ, "AIRFLOW_HOME": home, "AIRFLOW__CORE__DAGS_FOLDER": dags,
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "airflow"), "db", "migrate"],
+                   env=env, capture_output=True, check=True)
+    return env, path
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=20000)
     args = parser.parse_args(argv)
     root = tempfile.mkdtemp(prefix="flinkchain-bench-")
     try:
-        home, dags = os.path.join(root, "home"), os.path.join(root, "dags")
-        os.makedirs(home)
-        os.makedirs(dags)
-        path = os.path.join(dags, "bench_dags.py")
-        with open(path, "w") as fh:
-            fh.write(DAG_FILE.format(records=args.records))
-        env = {**os.environ, "AIRFLOW_HOME": home, "AIRFLOW__CORE__DAGS_FOLDER": dags,
-               "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-               "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-        subprocess.run([os.path.join(os.path.dirname(sys.executable), "airflow"), "db", "migrate"],
-                       env=env, capture_output=True, check=True)
+        env, path = prepare(os.path.join(root, "home"), os.path.join(root, "dags"), args.records)
         chained = run(env, path, "chained")
         unchained = run(env, path, "unchained")
     finally:

@@ -8,28 +8,14 @@ local mode), repeated and interleaved; wall-clock of the DAG run.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 from benchmarks import airflow_bench as ab
 from benchmarks.bench_common import summarize
 
 
 def run_airflow(tmp: str, records: int, repeat: int) -> dict:
-    home, dags = os.path.join(tmp, "af_home"), os.path.join(tmp, "af_dags")
-    os.makedirs(home, exist_ok=True)
-    os.makedirs(dags, exist_ok=True)
-    path = os.path.join(dags, "bench_dags.py")
-    with open(path, "w") as fh:
-        fh.write(ab.DAG_FILE.format(records=records))
-    env = {**os.environ, "AIRFLOW_HOME": home, "AIRFLOW__CORE__DAGS_FOLDER": dags,
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    subprocess.run([os.path.join(os.path.dirname(sys.executable), "airflow"), "db", "migrate"],
-                   env=env, capture_output=True, check=True)
+    env, path = ab.prepare(os.path.join(tmp, "af_home"), os.path.join(tmp, "af_dags"), records)
     samples, tasks, states = {"chained": [], "unchained": []}, {}, {"chained": [], "unchained": []}
     for _ in range(repeat):
         for var in ("chained", "unchained"):
