@@ -99,7 +99,7 @@ class FileSinkWriter:
         return batch
 
     def flush(self) -> None:
-        if self.columns is not None and self.fmt != "json":
+        if self.columns is not None:  # typed Parquet/CSV
             self._columnize()
             if self.pending:
                 batch = pa.RecordBatch.from_arrays(columns_to_arrays(self.columns, self.schema, self.label),

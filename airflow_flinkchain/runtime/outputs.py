@@ -99,7 +99,8 @@ class CopyingChainingOutput(ChainingOutput):
         immutable = IMMUTABLE_TYPES
         flat = copying.flat_immutable
 
-        if flat is not None and copying.flat_refcount is not None:  # the C check: a flat dict of scalars is copied without a Python call
+        # the C check: a flat dict of scalars is copied without a Python call
+        if flat is not None and copying.flat_refcount is not None:
             def copying_flat(value: Any) -> None:
                 t = type(value)
                 if t is dict and flat(value):

@@ -263,12 +263,12 @@ def _generate(ops: list, copies: list, terminal, names: list, buffered_sink: Opt
             lines = []
             if i < n - 1 and copies[i]:
                 pad2 = "    " * ind2
-                private = _private_test(kind, v, i, src)
+                c_check = copying.flat_refcount is not None
+                cnt = f"n{i}"  # C check: -1, or the refcount of a flat dict (what rc() would say here)
+                private = _private_test(kind, v, i, src, count=cnt if c_check else None)
                 if private is None:
                     lines.append(pad2 + f"if type({v}) not in IMM: {v} = copy_record({v})")
-                elif copying.flat_refcount is not None:  # the C check: one call instead of two loops
-                    cnt = f"n{i}"  # -1, or the refcount of a flat dict: what rc() would say here
-                    private = _private_test(kind, v, i, src, count=cnt)
+                elif c_check:  # one call instead of two loops
                     lines += [pad2 + f"{cnt} = frc({v})",
                               pad2 + f"if {cnt} < 0:",
                               pad2 + f"    if type({v}) not in IMM:",
@@ -306,18 +306,14 @@ def _generate(ops: list, copies: list, terminal, names: list, buffered_sink: Opt
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})",
                     pad + "else:", pad + f"    if k{i}:", *then(var, ind + 2),
                     pad + "    else:", pad + f"        f{i} += 1"]
-        if kind is K.FLAT_MAP:
-            return [pad + "try:", pad + f"    r{i} = fn{i}({var})",
-                    pad + f"    if r{i} is not None:", pad + f"        for {nxt} in r{i}:",
-                    pad + f"            o{i} += 1", *then(nxt, ind + 3),
-                    pad + "except CEE:", pad + "    raise",
-                    pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
-        if kind is K.PROCESS:  # as flat_map, plus `yield tag, value` pairs to side outputs
-            return [pad + "try:", pad + f"    r{i} = fn{i}({var}, ctx{i})",
-                    pad + f"    if r{i} is not None:", pad + f"        for {nxt} in r{i}:",
-                    pad + f"            if type({nxt}) is tuple and len({nxt}) == 2 and type({nxt}[0]) is OT:",
-                    pad + f"                side{i}({nxt}[0], {nxt}[1])",
-                    pad + "                continue",
+        if kind is K.FLAT_MAP or kind is K.PROCESS:
+            # process: as flat_map, plus `yield tag, value` pairs to side outputs
+            call, side = (f"fn{i}({var})", []) if kind is K.FLAT_MAP else (f"fn{i}({var}, ctx{i})", [
+                pad + f"            if type({nxt}) is tuple and len({nxt}) == 2 and type({nxt}[0]) is OT:",
+                pad + f"                side{i}({nxt}[0], {nxt}[1])",
+                pad + "                continue"])
+            return [pad + "try:", pad + f"    r{i} = {call}",
+                    pad + f"    if r{i} is not None:", pad + f"        for {nxt} in r{i}:", *side,
                     pad + f"            o{i} += 1", *then(nxt, ind + 3),
                     pad + "except CEE:", pad + "    raise",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]

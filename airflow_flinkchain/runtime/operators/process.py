@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from airflow_flinkchain.functions import KeyedProcessFunction, OutputTag, ProcessFunction
-from airflow_flinkchain.runtime.errors import ChainExecutionError
 from airflow_flinkchain.runtime.operators.base import StreamOperator, adapt_function
 
 _MISSING = object()
@@ -92,21 +91,3 @@ class ProcessOperator(StreamOperator):
     def context(self, timed: bool = False) -> ProcessContext:
         out = self.output
         return ProcessContext(self, lambda tag_id: out.side_emitter(tag_id, timed))
-
-    def make_process(self, emit, side) -> Callable:
-        ctx = ProcessContext(self, side)
-        emit_results = make_result_emitter(self, emit, ctx)
-        fn, err, metrics, cee = self.fn, self.error_handler(False), self.metrics, ChainExecutionError
-
-        def process(value: Any) -> None:
-            metrics.records_in += 1
-            try:
-                results = fn(value, ctx)
-                if results is not None:
-                    emit_results(results)
-            except cee:
-                raise
-            except Exception as exc:
-                err(exc, value)
-
-        return process
