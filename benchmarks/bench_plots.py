@@ -38,33 +38,31 @@ def plot_runtime(rt: dict, path: str) -> None:
     plt.close(fig)
 
 
-def plot_airflow(af: dict, path: str) -> None:
+def _two_bars(path: str, bars: list, highlight: int, ylabel: str, title: str) -> None:
+    """Two bars [(label, seconds summary)], the `highlight` one in orange."""
     fig, ax = plt.subplots(figsize=(5, 4))
-    for i, k in enumerate(("chained", "unchained")):
-        s = af["seconds"][k]
-        ax.bar(i, s["median"], yerr=_err(s), capsize=4, color="tab:orange" if k == "chained" else "tab:blue")
-    ax.set_xticks([0, 1], [f"chained\n({af['tasks'].get('chained')} task instances)",
-                           f"unchained\n({af['tasks'].get('unchained')} task instances)"])
-    ax.set_ylabel("DAG run wall-clock, s")
-    ax.set_title(f"Airflow + spark-submit, {af['records']:,} records\n"
-                 f"unchained / chained = {af['ratio_unchained_over_chained']:.2f}x (target >= 3x)", fontsize=10)
+    for i, (_, s) in enumerate(bars):
+        ax.bar(i, s["median"], yerr=_err(s), capsize=4, color="tab:orange" if i == highlight else "tab:blue")
+    ax.set_xticks(range(len(bars)), [label for label, _ in bars])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def plot_airflow(af: dict, path: str) -> None:
+    _two_bars(path, [(f"{k}\n({af['tasks'].get(k)} task instances)", af["seconds"][k])
+                     for k in ("chained", "unchained")], 0, "DAG run wall-clock, s",
+              f"Airflow + spark-submit, {af['records']:,} records\n"
+              f"unchained / chained = {af['ratio_unchained_over_chained']:.2f}x (target >= 3x)")
 
 
 def plot_parse(pc: dict, path: str) -> None:
-    fig, ax = plt.subplots(figsize=(5, 4))
-    for i, k in enumerate(("baseline", "with_pipeline")):
-        s = pc["seconds"][k]
-        ax.bar(i, s["median"], yerr=_err(s), capsize=4, color="tab:blue" if k == "baseline" else "tab:orange")
-    ax.set_xticks([0, 1], ["DAG file\nwithout pipeline", f"with {pc['operators']}-operator\npipeline "
-                                                         f"({pc['airflow_tasks'].get('with_pipeline')} tasks)"])
-    ax.set_ylabel("DagBag parse, s")
-    ax.set_title(f"Parse cost: +{pc['extra_seconds']:.2f} s (target < 1 s)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _two_bars(path, [("DAG file\nwithout pipeline", pc["seconds"]["baseline"]),
+                     (f"with {pc['operators']}-operator\npipeline ({pc['airflow_tasks'].get('with_pipeline')} tasks)",
+                      pc["seconds"]["with_pipeline"])], 1, "DagBag parse, s",
+              f"Parse cost: +{pc['extra_seconds']:.2f} s (target < 1 s)")
 
 
 def plot_scale(sc: dict, path: str) -> None:
