@@ -19,7 +19,7 @@ export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
 .PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow bench-flink-venv plan clean
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/_flatcheck.c
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/core/_flatcheck.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt
@@ -39,12 +39,16 @@ airflow-db: venv
 	mkdir -p $(AIRFLOW_HOME)
 	$(BIN)/airflow db migrate >$(BUILD)/airflow-db-migrate.log 2>&1 || { tail -50 $(BUILD)/airflow-db-migrate.log; exit 1; }
 
+# mkdocs without -q: --strict counts only the warnings it logs, and -q hides them.
 test: venv system-deps airflow-db
+	$(BIN)/lint-imports  # layering contracts: pyproject.toml [tool.importlinter]
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(BUILD)/site
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# Planner and rendering tests only: no Spark, no Airflow run.
+# Planner and rendering tests only: no Spark, no Airflow run, no cluster.
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not spark and not airflow and not e2e and not browser" tests
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -m "not spark and not airflow and not e2e and not browser and not cluster" tests
 
 demo: venv airflow-db
 	$(BIN)/python -m airflow_flinkchain.demo

@@ -2,5 +2,5 @@
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("airflow_flinkchain.runtime._flatcheck", ["airflow_flinkchain/runtime/_flatcheck.c"],
+setup(ext_modules=[Extension("airflow_flinkchain.runtime.core._flatcheck", ["airflow_flinkchain/runtime/core/_flatcheck.c"],
                              optional=True)])

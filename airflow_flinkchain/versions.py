@@ -54,7 +54,7 @@ def check_pyspark() -> str:
 
 if __name__ == "__main__":
     print(f"pyspark {check_pyspark()} (Python files and jars agree)")
-    from airflow_flinkchain.runtime.copying import flat_immutable
+    from airflow_flinkchain.runtime.core.copying import flat_immutable
 
-    print("C record-copy check (runtime/_flatcheck):", "built" if flat_immutable is not None
+    print("C record-copy check (runtime/core/_flatcheck):", "built" if flat_immutable is not None
           else "not used (not built for lack of a C compiler, or FLINKCHAIN_PURE_PYTHON=1): pure-Python loops")

@@ -55,11 +55,11 @@ def machine_info() -> dict:
             versions[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - a missing optional module is a fact, not an error
             versions[mod] = None
-    from airflow_flinkchain.runtime.copying import flat_immutable
+    from airflow_flinkchain.runtime.core.copying import flat_immutable
 
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        # object reuse off: is the record-copy check the C one (runtime/_flatcheck) or pure Python?
+        # object reuse off: is the record-copy check the C one (runtime/core/_flatcheck) or pure Python?
         "c_copy_check": flat_immutable is not None,
         "platform": platform.platform(),
         "machine": platform.machine(),

@@ -49,6 +49,37 @@ def write_text_input(parquet_path: str, text_path: str) -> None:
         fh.write("".join(f"{x}\n" for x in xs))
 
 
+def run_workers(py: str, command: list[str], text: str, out_prefix: str, parallelism: int,
+                repeat: int) -> tuple[list[float], list[int]]:
+    """`repeat` fresh PyFlink processes `py -m COMMAND TEXT OUT PARALLELISM` (OUT = out_prefix + i):
+    their seconds and output record counts."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
+    samples, outputs = [], []
+    for i in range(repeat):
+        proc = subprocess.run([py, "-m", *command, text, f"{out_prefix}{i}", str(parallelism)],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"PyFlink run {command[0]} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        samples.append(result["seconds"])
+        outputs.append(result["records_out"])
+    return samples, outputs
+
+
+def execute_and_report(env, job_name: str, out: str) -> None:
+    """Run the PyFlink job and print `{"seconds", "records_out"}` (lines written under `out`)."""
+    t = time.perf_counter()
+    env.execute(job_name)
+    seconds = time.perf_counter() - t
+    n = 0
+    for root, _, files in os.walk(out):
+        for f in files:
+            if not f.startswith("."):
+                with open(os.path.join(root, f), "rb") as fh:
+                    n += sum(1 for _ in fh)
+    print(json.dumps({"seconds": seconds, "records_out": n}))
+
+
 def run_flink(input_path: str, records: int, parallelism: int, repeat: int, tmp: str | None = None) -> dict:
     py = flink_python()
     if py is None:
@@ -56,19 +87,10 @@ def run_flink(input_path: str, records: int, parallelism: int, repeat: int, tmp:
     tmp = tmp or os.path.dirname(input_path)
     text = os.path.join(tmp, "flink_input.txt")
     write_text_input(input_path, text)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
     version = subprocess.run([py, "-c", "from importlib.metadata import version; print(version('apache-flink'))"],
                              capture_output=True, text=True).stdout.strip()
-    samples, outputs = [], []
-    for i in range(repeat):
-        out = os.path.join(tmp, f"flink_out_{i}")
-        proc = subprocess.run([py, "-m", "benchmarks.bench_flink", "--worker", text, out, str(parallelism)],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"PyFlink run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
-        samples.append(result["seconds"])
-        outputs.append(result["records_out"])
+    samples, outputs = run_workers(py, ["benchmarks.bench_flink", "--worker"], text,
+                                   os.path.join(tmp, "flink_out_"), parallelism, repeat)
     if any(n != records for n in outputs):  # map -> filter(half) -> flat_map(x2): as many out as in
         raise RuntimeError(f"PyFlink wrote {outputs} records, expected {records} per run")
     secs = summarize(samples)
@@ -78,34 +100,42 @@ def run_flink(input_path: str, records: int, parallelism: int, repeat: int, tmp:
                     "PyFlink's DataStream API); time of env.execute() including the local mini-cluster start"}
 
 
-def worker(text: str, out: str, parallelism: int) -> None:
-    from pyflink.common import Encoder, Types, WatermarkStrategy
+def text_job(mode: str, parallelism: int, text: str, source_name: str):
+    """A PyFlink environment in runtime mode `mode` ("BATCH" or "STREAMING") and the lines of the
+    text file as its source stream."""
+    from pyflink.common import WatermarkStrategy
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
-    from pyflink.datastream.connectors.file_system import FileSink, FileSource, StreamFormat
-
-    from benchmarks import runtime_bench as rb
+    from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
 
     env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_runtime_mode(getattr(RuntimeExecutionMode, mode))
     env.set_parallelism(parallelism)
     env.set_python_executable(sys.executable)  # Flink's Python workers: this venv, not `python` on PATH
     source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), text).build()
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "src")
+    return env, env.from_source(source, WatermarkStrategy.no_watermarks(), source_name)
+
+
+def text_sink(out: str):
+    """A FileSink writing one line per (string) record under `out`."""
+    from pyflink.common import Encoder
+    from pyflink.datastream.connectors.file_system import FileSink
+
+    return FileSink.for_row_format(out, Encoder.simple_string_encoder()).build()
+
+
+def worker(text: str, out: str, parallelism: int) -> None:
+    from pyflink.common import Types
+
+    from benchmarks import runtime_bench as rb
+
+    env, lines = text_job("BATCH", parallelism, text, "src")
+    (lines
      .map(lambda s: rb.mapper({"x": int(s)}), output_type=Types.PICKLED_BYTE_ARRAY()).name("map")
      .filter(rb.keep).name("filter")
      .flat_map(rb.expand, output_type=Types.PICKLED_BYTE_ARRAY()).name("flat_map")
      .map(lambda r: str(r["x"]), output_type=Types.STRING())
-     .sink_to(FileSink.for_row_format(out, Encoder.simple_string_encoder()).build()))
-    t = time.perf_counter()
-    env.execute("flinkchain-bench")
-    seconds = time.perf_counter() - t
-    n = 0
-    for root, _, files in os.walk(out):
-        for f in files:
-            if not f.startswith("."):
-                with open(os.path.join(root, f), "rb") as fh:
-                    n += sum(1 for _ in fh)
-    print(json.dumps({"seconds": seconds, "records_out": n}))
+     .sink_to(text_sink(out)))
+    execute_and_report(env, "flinkchain-bench", out)
 
 
 if __name__ == "__main__":

@@ -180,7 +180,7 @@ class RuntimeBench:
         self.exchange = os.path.join(tmp, "exchange")
         self.job3 = rb.build_chain(path, self.out("chain3"), parallelism)
         self.job10 = build_chain10(path, self.out("chain10"), parallelism)
-        from airflow_flinkchain.runtime.serialize import dumps_plan
+        from airflow_flinkchain.runtime.core.serialize import dumps_plan
 
         self.plan3, self.plan10 = dumps_plan(self.job3), dumps_plan(self.job10)
         self.last_chain_outputs = {}
@@ -199,7 +199,7 @@ class RuntimeBench:
 
     # 3 operators ----------------------------------------------------------
     def chain3(self):
-        from airflow_flinkchain.runtime.spark_job import run_chain
+        from airflow_flinkchain.runtime.spark.job import run_chain
 
         res = run_chain(self.spark, self.job3, self.job3.chains[0].id, f"r{uuid.uuid4().hex[:8]}", self.exchange,
                         plan_bytes=self.plan3)
@@ -227,7 +227,7 @@ class RuntimeBench:
 
     # 10 operators ---------------------------------------------------------
     def chain10(self):
-        from airflow_flinkchain.runtime.spark_job import run_chain
+        from airflow_flinkchain.runtime.spark.job import run_chain
 
         res = run_chain(self.spark, self.job10, self.job10.chains[0].id, f"r{uuid.uuid4().hex[:8]}",
                         self.exchange, plan_bytes=self.plan10)
@@ -386,8 +386,8 @@ def fused_rss(rss_dir: str):
 
 
 def run_scale(spark, tmp: str, sizes: list, parallelism: int, repeat: int, inputs: dict) -> dict:
-    from airflow_flinkchain.runtime.serialize import dumps_plan
-    from airflow_flinkchain.runtime.spark_job import run_chain
+    from airflow_flinkchain.runtime.core.serialize import dumps_plan
+    from airflow_flinkchain.runtime.spark.job import run_chain
 
     rss_dir = os.path.join(tmp, "rss")
     os.makedirs(rss_dir, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Markdown table of a `make bench` report (what README's "## Benchmarks" shows).
+"""Markdown table of a `make bench` report (what docs/benchmarks.md shows).
 
     python -m benchmarks.bench_table [benchmarks/results/report.json]
 """
@@ -19,7 +19,7 @@ def _sec(s: dict) -> str:
 
 def _runs(report: dict) -> str:
     default = report["settings"]["repeat"]
-    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink")
+    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink", "eventtime")
            if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
            or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
     if len(set(per.values())) <= 1:
@@ -75,6 +75,20 @@ def table(report: dict) -> str:
             out.append(f"| {k} ({af['tasks'][k]} task instances) | {_sec(af['seconds'][k])} |")
         out.append(f"| unchained ÷ chained (target >= 3x) | {af['ratio_unchained_over_chained']:.2f}x |")
         out.append("")
+    et = report.get("eventtime")
+    if et and "records_per_s" in et:
+        out.append(f"| event time, {et['records']:,} records, {et['keys']} keys, parallelism {et['parallelism']} "
+                   f"| records/s | this ÷ keyed reduce (target >= {et['target_ratio']:.2f}) |")
+        out.append("|---|---|---|")
+        for v, s in et["records_per_s"].items():
+            ratio = et["ratios"].get(f"{v}_over_reduce_batch")
+            out.append(f"| {v.replace('_', ', ')} | {_rps(s)} | {'' if ratio is None else f'{ratio:.2f}'} |")
+        fe = et.get("flink") or {}
+        if "records_per_s" in fe:
+            out.append(f"| PyFlink window, streaming | {_rps(fe['records_per_s'])} | |")
+        out.append("")
+        if "records_per_s" not in fe:
+            out.append(f"PyFlink (event time): {fe.get('status', 'not measured')}.\n")
     fl = report.get("flink")
     if fl and "records_per_s" in fl:
         chain = (rt or {}).get("pipelines", {}).get("3_operators", {}).get("records_per_s", {}).get("chain")

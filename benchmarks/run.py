@@ -1,6 +1,6 @@
 """`make bench`: the whole benchmark suite in one run, on the same generated data.
 
-    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink] [--repeat 3] [--out DIR]
+    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink,eventtime,join] [--repeat 3] [--out DIR]
 
 Sections (see each module's docstring):
   runtime  chain runtime vs hand-fused mapInArrow / rdd.mapPartitions / native DataFrame /
@@ -9,6 +9,10 @@ Sections (see each module's docstring):
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
   flink    the same pipeline in PyFlink BATCH mode, if a venv with apache-flink exists (bench_flink)
+  eventtime  keyed tumbling window and KeyedProcessFunction (ValueState + timer) at 1M records
+           beside the same pipeline's keyed reduce (BATCH), both modes; PyFlink's window if present
+                                                                                   (bench_eventtime)
+  join     interval join and keyed co-process vs a single-input keyed process, 1M records each (bench_join)
 
 Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,
 versions, load average) and DIR/<section>.png. `--quick` runs tiny sizes (the
@@ -29,11 +33,13 @@ import traceback
 
 from benchmarks.bench_common import REPO, machine_info
 
-SECTIONS = ("runtime", "airflow", "parse", "scale", "flink")
+SECTIONS = ("runtime", "airflow", "parse", "scale", "flink", "eventtime", "join")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
-    False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200},
-    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200},
+    False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
+            "eventtime": 1_000_000,
+            "join": 1_000_000},
+    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000, "join": 2_000},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
 
@@ -46,6 +52,8 @@ def parse_args(argv=None):
     ap.add_argument("--parallelism", type=int, default=2, help="Spark local[P] and pipeline parallelism")
     ap.add_argument("--out", default=DEFAULT_OUT, help="directory for report.json and the PNGs")
     ap.add_argument("--records", type=int, help="override the runtime section's input size (default 2M)")
+    ap.add_argument("--eventtime-records", type=int, help="override the eventtime section's input size (default 1M)")
+    ap.add_argument("--join-records", type=int, help="override the join section's input size (default 1M)")
     ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other sections of the existing DIR/report.json (each section records "
@@ -65,6 +73,10 @@ def main(argv=None) -> int:
     sizes = dict(SIZES[args.quick])
     if args.records:
         sizes["runtime"] = args.records
+    if args.eventtime_records:
+        sizes["eventtime"] = args.eventtime_records
+    if args.join_records:
+        sizes["join"] = args.join_records
     if args.scale_sizes:
         sizes["scale"] = [int(n) for n in args.scale_sizes.split(",")]
     os.makedirs(args.out, exist_ok=True)
@@ -109,8 +121,8 @@ def main(argv=None) -> int:
         input_path = os.path.join(tmp, f"input_{sizes['runtime']}.parquet")
         write_input(input_path, sizes["runtime"])
         inputs = {sizes["runtime"]: input_path}
-        if {"runtime", "scale"} & set(args.sections):
-            from airflow_flinkchain.runtime.session import get_or_create_spark
+        if {"runtime", "scale", "eventtime", "join"} & set(args.sections):
+            from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
             spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench",
                                         conf=SPARK_CONF)
@@ -119,6 +131,15 @@ def main(argv=None) -> int:
             section("runtime", lambda: run_runtime(spark, tmp, sizes["runtime"], args.parallelism, args.repeat,
                                                    warmup=not args.quick, input_path=input_path))
             section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
+            from benchmarks.bench_eventtime import run_eventtime
+
+            section("eventtime", lambda: run_eventtime(spark, tmp, sizes["eventtime"], args.parallelism, args.repeat,
+                                                       warmup=not args.quick))
+            if "join" in args.sections:
+                from benchmarks.bench_join import run_join
+
+                section("join", lambda: run_join(spark, tmp, sizes["join"], args.parallelism, args.repeat,
+                                                 warmup=not args.quick))
             spark.stop()
             spark = None
         from benchmarks.bench_flink import run_flink
@@ -136,7 +157,7 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["total_seconds"] = round(time.time() - started, 1)
-    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "airflow", "parse")
+    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "airflow", "parse", "eventtime")
                          if isinstance(report.get(k), dict) and "error" not in report[k]}
     if isinstance(report.get("runtime"), dict) and "pipelines" in report["runtime"]:
         report["targets"]["runtime"] = {k: v["meets_target"] for k, v in report["runtime"]["pipelines"].items()}
@@ -215,12 +236,26 @@ def summary(report: dict) -> str:
         lines.append(f"airflow: chained {af['seconds']['chained']['median']:.1f}s, unchained "
                      f"{af['seconds']['unchained']['median']:.1f}s, ratio {af['ratio_unchained_over_chained']:.2f}x "
                      f"(target >= 3x)")
+    et = report.get("eventtime")
+    if isinstance(et, dict) and "records_per_s" in et:
+        rates = et["records_per_s"]
+        lines.append(f"eventtime ({et['records']:,} records): " + ", ".join(
+            f"{v} {rates[v]['median']:,.0f}/s" for v in rates)
+            + " | over reduce_batch: " + ", ".join(f"{k.split('_over_')[0]} {r:.2f}" for k, r in et["ratios"].items())
+            + f" (target >= {et['target_ratio']:.2f})")
+        fe = et.get("flink", {})
+        lines.append(f"eventtime PyFlink window: {fe['records_per_s']['median']:,.0f}/s" if "records_per_s" in fe
+                     else f"eventtime PyFlink window: {fe.get('status')}")
     fl = report.get("flink")
     if isinstance(fl, dict) and "records_per_s" in fl:
         lines.append(f"flink: PyFlink {fl['apache_flink']} {fl['records_per_s']['median']:,.0f}/s "
                      f"({fl['records']:,} records)")
     elif isinstance(fl, dict):
         lines.append(f"flink: {fl.get('status', 'error')}")
+    jn = report.get("join")
+    if isinstance(jn, dict) and "records_per_s" in jn:
+        lines.append(f"join ({jn['records']:,} records): " + ", ".join(
+            f"{v} {s['median']:,.0f}/s" for v, s in jn["records_per_s"].items()))
     return "\n".join(lines)
 
 

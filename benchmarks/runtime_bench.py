@@ -83,9 +83,9 @@ def main(argv=None) -> int:
                     help="enable object reuse (default off: the core deep-copies dict records per chained output)")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from airflow_flinkchain.runtime.serialize import dumps_plan
-    from airflow_flinkchain.runtime.session import get_or_create_spark
-    from airflow_flinkchain.runtime.spark_job import run_chain
+    from airflow_flinkchain.runtime.core.serialize import dumps_plan
+    from airflow_flinkchain.runtime.spark.session import get_or_create_spark
+    from airflow_flinkchain.runtime.spark.job import run_chain
 
     spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench")
     tmp = tempfile.mkdtemp(prefix="flinkchain-bench-")

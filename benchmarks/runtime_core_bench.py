@@ -19,7 +19,7 @@ import time
 from airflow_flinkchain.graph.model import (OperatorKind, Partitioner, PartitionSpec, StreamEdge, StreamGraph,
                                             StreamNode)
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
-from airflow_flinkchain.runtime.operator_chain import run_subtask
+from airflow_flinkchain.runtime.core.operator_chain import run_subtask
 
 
 def f(x):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime
 
-import pendulum
 from airflow.sdk import DAG
 
 import sample_data
@@ -110,12 +109,5 @@ def clickstream_pipeline(sample_dir: str, output_dir: str, db_url: str, parallel
     return p
 
 
-with DAG(
-    "flinkchain_clickstream",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    tags=["flinkchain", "example"],
-    doc_md=__doc__,
-) as dag:
+with DAG("flinkchain_clickstream", schedule=None, doc_md=__doc__, **sample_data.example_dag_args()) as dag:
     clickstream_pipeline(sample_data.sample_dir(), sample_data.output_dir(), sample_data.sqlite_url()).to_airflow()

@@ -11,7 +11,6 @@ operator to operator by method call. Scheduled daily; manual runs work too
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import DAG
 
 import sample_data
@@ -60,12 +59,5 @@ def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: 
     return p
 
 
-with DAG(
-    "flinkchain_orders",
-    schedule="@daily",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    tags=["flinkchain", "example"],
-    doc_md=__doc__,
-) as dag:
+with DAG("flinkchain_orders", schedule="@daily", doc_md=__doc__, **sample_data.example_dag_args()) as dag:
     orders_pipeline(sample_data.sample_dir(), sample_data.output_dir(), sample_data.sqlite_url()).to_airflow()

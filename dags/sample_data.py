@@ -13,6 +13,8 @@ import json
 import os
 import random
 
+import pendulum
+
 CLICK_COLUMNS = ("event_id", "ts", "user_id", "event_type", "url", "user_agent", "amount")
 EVENT_TYPES = ("view", "click", "purchase")
 BOT_AGENTS = ("Googlebot/2.1", "AhrefsBot/7.0", "python-requests/2.31")
@@ -21,6 +23,12 @@ HUMAN_AGENTS = ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (Macintosh)", "M
 
 def home() -> str:
     return os.environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
+
+
+def example_dag_args(*tags: str) -> dict:
+    """The DAG arguments every example shares (plus its own `tags`)."""
+    return {"start_date": pendulum.datetime(2026, 1, 1, tz="UTC"), "catchup": False,
+            "tags": ["flinkchain", "example", *tags]}
 
 
 def sample_dir() -> str:
@@ -82,6 +90,75 @@ def order_rows(n: int = 300, seed: int = 11) -> list[dict]:
     return rows
 
 
+SENSORS = ("s01", "s02", "s03")
+#: 2026-01-01T00:00:00Z in epoch milliseconds: the sensor readings' first minute.
+SENSOR_START_MS = 1767225600000
+
+
+def sensor_readings(minutes: int = 8, seed: int = 5) -> list[dict]:
+    """Temperature readings of 3 sensors every 2-6 s of event time (`ts`, epoch ms), in arrival
+    order: most arrive up to 4 s out of order, ~4% 25-90 s late; s02 runs hot (+25 degrees, with
+    a few normal readings between) in minutes 3-5.
+    Built in memory (no I/O), so a DAG file may call it at parse time."""
+    rng = random.Random(seed)
+    readings = []
+    for sensor in SENSORS:
+        temperature, ts = 70.0 + rng.uniform(-5, 5), SENSOR_START_MS + rng.randrange(3000)
+        while ts < SENSOR_START_MS + minutes * 60_000:
+            temperature = min(max(temperature + rng.uniform(-2, 2), 62.0), 78.0)
+            minute = (ts - SENSOR_START_MS) // 60_000
+            hot = 25.0 if sensor == "s02" and 3 <= minute < 5 and rng.random() > 0.15 else 0.0
+            delay = rng.randrange(25_000, 90_000) if rng.random() < 0.04 else rng.randrange(4000)
+            readings.append((ts + delay, {"sensor": sensor, "temperature": round(temperature + hot, 1), "ts": ts}))
+            ts += rng.randrange(2000, 6000)
+    return [r for _arrival, r in sorted(readings, key=lambda a: (a[0], a[1]["sensor"]))]
+
+
+TIERS = ("bronze", "silver", "gold")
+ENRICHMENT_RULES = ({"name": "discount:gold", "value": 0.10}, {"name": "discount:silver", "value": 0.05},
+                    {"name": "review_above", "value": 400.0}, {"name": "discount:silver", "value": 0.04})
+
+
+def enrichment_orders(n: int = 240, seed: int = 5) -> list[dict]:
+    """Orders of 10 customers, one per second of event time (`ts`, ms), arriving up to 3 s out of order."""
+    rng = random.Random(seed)
+    rows = [{"order_id": i, "customer": f"k{rng.randrange(10):02d}", "amount": round(rng.uniform(5, 500), 2),
+             "ts": 1_000 * i + rng.randrange(0, 1_000)} for i in range(n)]
+    return sorted(rows, key=lambda r: r["ts"] + rng.randrange(0, 3_000))
+
+
+def enrichment_customers(seed: int = 6) -> list[dict]:
+    """Tier versions of customers k00..k08 (`valid_from`, ms): a first tier at 0, then up to two
+    changes; k09 has no version (its orders stay unenriched)."""
+    rng = random.Random(seed)
+    rows = []
+    for c in range(9):
+        rows.append({"customer": f"k{c:02d}", "tier": rng.choice(TIERS), "valid_from": 0})
+        for _ in range(rng.randrange(0, 3)):
+            rows.append({"customer": f"k{c:02d}", "tier": rng.choice(TIERS), "valid_from": rng.randrange(1, 240) * 1_000})
+    return sorted(rows, key=lambda r: r["valid_from"] + rng.randrange(0, 2_000))
+
+
+def write_json_lines(path: str, rows) -> str:
+    """Write `rows` as one JSON lines file in `path` once; return the directory."""
+    if not os.path.exists(os.path.join(path, "_SUCCESS")):
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "part-0.json"), "w") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+        open(os.path.join(path, "_SUCCESS"), "w").close()
+    return path
+
+
+def write_enrichment(directory: str) -> str:
+    """Write the enrichment example's orders, customers and rules (JSON lines) once; return its directory."""
+    path = os.path.join(directory, "enrichment")
+    write_json_lines(os.path.join(path, "orders"), enrichment_orders())
+    write_json_lines(os.path.join(path, "customers"), enrichment_customers())
+    write_json_lines(os.path.join(path, "rules"), ENRICHMENT_RULES)
+    return path
+
+
 def write_clickstream(directory: str) -> str:
     """Write clickstream CSV files (two parts) once; return the directory."""
     path = os.path.join(directory, "clickstream")
@@ -114,4 +191,5 @@ def ensure_sample_data() -> str:
     d = sample_dir()
     write_clickstream(d)
     write_orders(d)
+    write_enrichment(d)
     return d

@@ -12,7 +12,7 @@ import pytest
 def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from airflow_flinkchain.runtime.session import get_or_create_spark
+    from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
     session = get_or_create_spark(master="local[2]", app_name="flinkchain-tests")
     yield session

@@ -8,7 +8,7 @@ Only this module knows where things live, so a move costs one edit here.
 from __future__ import annotations
 
 try:  # Airflow 3.x: the Task SDK is the authoring API
-    from airflow.sdk import DAG, BaseOperator, TaskGroup, get_current_context, setup, teardown
+    from airflow.sdk import DAG, BaseHook, BaseOperator, TaskGroup, get_current_context, setup, teardown
     from airflow.sdk import conf as airflow_conf
     from airflow.sdk.definitions._internal.contextmanager import DagContext, TaskGroupContext
 
@@ -16,6 +16,7 @@ try:  # Airflow 3.x: the Task SDK is the authoring API
 except ImportError:  # pragma: no cover - Airflow 2.x fallback, not in CI
     from airflow.configuration import conf as airflow_conf  # type: ignore[no-redef]
     from airflow.decorators import setup, teardown  # type: ignore[no-redef]
+    from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef]
     from airflow.models.dag import DAG, DagContext  # type: ignore[no-redef]
     from airflow.operators.python import get_current_context  # type: ignore[no-redef]
@@ -23,6 +24,7 @@ except ImportError:  # pragma: no cover - Airflow 2.x fallback, not in CI
 
     AIRFLOW_3 = False
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 try:
@@ -49,19 +51,54 @@ def conf_get(section: str, key: str, fallback=None):
         return fallback
 
 
+def get_connection(conn_id: str):
+    """The Airflow connection `conn_id` (UI, `AIRFLOW_CONN_...`, secrets backend); raises when undefined."""
+    return BaseHook.get_connection(conn_id)
+
+
+def sqlalchemy_url(conn_id: str, where: str) -> str:
+    """The SQLAlchemy URL (password included) of Airflow connection `conn_id`: its
+    provider hook's `sqlalchemy_url` when the connection type has one, else its URI."""
+    try:
+        conn = get_connection(conn_id)
+    except Exception as exc:
+        raise AirflowFailException(f"{where}: Airflow connection {conn_id!r} could not be read ({exc}); "
+                                   "define it (UI, env AIRFLOW_CONN_...) or pass url= to the source/sink") from None
+    try:
+        hook_url = getattr(conn.get_hook(), "sqlalchemy_url", None)
+        if hook_url is not None:
+            return hook_url.render_as_string(hide_password=False) if hasattr(hook_url, "render_as_string") else str(hook_url)
+    except Exception:
+        pass  # no provider hook for this conn type: fall back to the connection URI
+    uri = conn.get_uri()
+    return "postgresql" + uri[len("postgres"):] if uri.startswith("postgres://") else uri
+
+
+def store_url() -> str:
+    """The run store's URL, with Airflow's `[flinkchain] store_url` taken into account."""
+    from airflow_flinkchain.store.config import resolve_store_url
+
+    return resolve_store_url(configured=conf_get("flinkchain", "store_url"))
+
+
 __all__ = [
     "AIRFLOW_3",
     "DAG",
     "AirflowException",
     "AirflowFailException",
+    "BaseHook",
     "BaseOperator",
+    "SparkSubmitHook",
     "SparkSubmitOperator",
     "TaskGroup",
     "airflow_conf",
     "conf_get",
     "current_dag",
     "current_task_group",
+    "get_connection",
     "get_current_context",
     "setup",
+    "sqlalchemy_url",
+    "store_url",
     "teardown",
 ]

@@ -48,7 +48,7 @@ class PipelineSetupOperator(_PipelineTask):
         self.strategy = strategy  # the planner strategy the DAG was rendered with
 
     def execute(self, context) -> dict:
-        from airflow_flinkchain.runtime.serialize import dump_plan
+        from airflow_flinkchain.runtime.spark.plan_file import dump_plan
 
         spec = self.pipeline_spec
         job_graph = self.pipeline.plan(self.strategy)

@@ -1,32 +1,65 @@
 """ChainSubmitOperator: one chain of a pipeline = one spark-submit of the chain runtime.
 
-A thin subclass of the provider's SparkSubmitOperator. Its Spark arguments come
-from one `SparkSettings` (see spark_settings.py); at run time it adds what only
-the run knows: the runtime's arguments (plan, chain, run key, exchange root,
-rendered templated fields), Spark's location (the installed pyspark, so it works
-whatever PATH the worker has) and, for local masters, local[N] for the chain's
-parallelism. After the job it reads the runtime's metrics file, records it in
-the run store and returns a summary (XCom `return_value`).
+A thin subclass of the provider's SparkSubmitOperator, using the provider's
+public API only: its Spark arguments come from one `SparkSettings` (see
+spark_settings.py) as the operator's constructor arguments; at run time it
+sets what only the run knows through the operator's public attributes
+(`application_args`: plan, chain, run key, exchange root, rendered templated
+fields; `env_vars`: the worker's Python for local masters, the SQL connections'
+URLs; `py_files`: the package archive for cluster masters) and builds the
+provider's hook with its constructor arguments, as `ChainSubmitHook`, which
+sizes a local master to the chain's parallelism (local[N]) through the hook's
+public connection lookup. Spark's location defaults to the installed pyspark,
+so it works whatever PATH the worker has. After the job it reads the runtime's
+metrics file, records it in the run store and returns a summary (XCom
+`return_value`).
 """
 
 from __future__ import annotations
 
+import copy
+import inspect
 import json
 import os
 import re
 import signal
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from airflow_flinkchain.airflow import paths
-from airflow_flinkchain.airflow.compat import AirflowFailException, SparkSubmitOperator
-from airflow_flinkchain.airflow.run_context import PipelineRun, check_spark_connection, run_store, store_call
+from airflow_flinkchain.airflow.compat import (AirflowFailException, SparkSubmitHook, SparkSubmitOperator,
+                                               get_connection, sqlalchemy_url)
+from airflow_flinkchain.airflow.run_context import (PipelineRun, check_spark_connection, operator_totals, run_store,
+                                                    store_call)
 from airflow_flinkchain.airflow.spec import ChainTaskSpec, PipelineSpec
 
 _LOCAL_N = re.compile(r"^local\[(\d+|\*)(?:,\s*\d+)?\]$")
 #: Seconds between SIGTERM (Spark's shutdown hooks cancel the job, subtasks dispose)
 #: and the provider's SIGKILL when a task is killed.
 KILL_GRACE_SECONDS = 10
+#: The provider hook's constructor arguments: what the operator hands to its hook.
+_HOOK_ARGS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
+#: The JVM class a spark-submit process runs (how on_kill recognises it among its children).
+_SPARK_SUBMIT_CLASS = "org.apache.spark.deploy.SparkSubmit"
+
+
+class ChainSubmitHook(SparkSubmitHook):
+    """The provider's SparkSubmitHook for one chain: a local master in the Spark
+    connection (`local[k]` / `local[*]`: the machine's budget) becomes
+    `local[min(k, parallelism)]`. Done in `get_connection`, the public lookup the
+    hook resolves its master with."""
+
+    def __init__(self, *, parallelism: int, **kwargs: Any):
+        self.chain_parallelism = parallelism
+        super().__init__(**kwargs)
+
+    def get_connection(self, conn_id: str):  # type: ignore[override]
+        conn = super().get_connection(conn_id)
+        master = spark_master(conn)
+        if _is_local(master) and _local_master(master, self.chain_parallelism) != master:
+            conn = copy.copy(conn)
+            conn.host, conn.port = _local_master(master, self.chain_parallelism), None
+        return conn
 
 
 class ChainSubmitOperator(SparkSubmitOperator):
@@ -48,17 +81,16 @@ class ChainSubmitOperator(SparkSubmitOperator):
     def __init__(self, *, chain_spec: ChainTaskSpec, pipeline_spec: PipelineSpec, area_suffix: str = "", **kwargs: Any):
         spark_kwargs = chain_spec.spark.operator_kwargs()
         spark_kwargs.update({k: kwargs.pop(k) for k in list(kwargs) if k in spark_kwargs and k != "conf"})
-        super().__init__(
-            application=paths.spark_entry_path(),
-            name=f"flinkchain:{pipeline_spec.pipeline}:{chain_spec.chain_id}",
-            **spark_kwargs,
-            **kwargs,
-        )
+        spark_kwargs["spark_binary"] = kwargs.pop("spark_binary", None) or spark_kwargs.get("spark_binary") \
+            or _default_spark_binary()
+        name = kwargs.pop("name", None) or f"flinkchain:{pipeline_spec.pipeline}:{chain_spec.chain_id}"
+        super().__init__(application=paths.spark_entry_path(), name=name, **spark_kwargs, **kwargs)
+        # the hook's constructor arguments as given (templated ones are re-read when the hook is built)
+        self.hook_kwargs = {k: v for k, v in {**spark_kwargs, **kwargs}.items() if k in _HOOK_ARGS}
         self.chain_spec = chain_spec
         self.pipeline_spec = pipeline_spec
         self.area_suffix = area_suffix
         self.templated_fields: dict[str, Any] = {k: dict(v) for k, v in chain_spec.templated_fields.items()}
-        self._spark_settings = chain_spec.spark
         self._run: Optional[PipelineRun] = None
 
     # ---- templates ----------------------------------------------------------------
@@ -72,7 +104,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
     def execute(self, context) -> dict:
         chain = self.chain_spec
         where = f"pipeline {self.pipeline_spec.pipeline!r}, chain {chain.chain_id!r}"
-        check_spark_connection(self._conn_id, where)
+        check_spark_connection(self.spark_conn_id, where)
         run = self._run = PipelineRun.from_context(context, self.pipeline_spec, self.area_suffix)
         self._check_inputs(run, where)
         # A previous attempt's metrics must not make a failed retry look successful.
@@ -97,6 +129,19 @@ class ChainSubmitOperator(SparkSubmitOperator):
         if self.templated_fields:
             args += ["--overrides", json.dumps(self.templated_fields, sort_keys=True, default=str)]
         return args
+
+    @property
+    def spark_conn_id(self) -> str:
+        return self.hook_kwargs.get("conn_id") or "spark_default"
+
+    def _connection_urls(self) -> dict[str, str]:
+        """The SQL sources'/sinks' Airflow connections, resolved here (the runtime never
+        imports Airflow) and handed to spark-submit in its environment only: never
+        on disk, nor in an operator attribute (rendered fields are stored)."""
+        from airflow_flinkchain.runtime.connectors.sql import conn_url_env
+
+        where = f"pipeline {self.pipeline_spec.pipeline!r}, chain {self.chain_spec.chain_id!r}"
+        return {conn_url_env(c): sqlalchemy_url(c, where) for c in self.chain_spec.conn_ids}
 
     def _check_inputs(self, run: PipelineRun, where: str) -> None:
         """Fail clearly (not deep inside Spark) when the plan or an upstream chain's
@@ -137,55 +182,53 @@ class ChainSubmitOperator(SparkSubmitOperator):
         store = run_store()
         if store is not None:
             store_call("record_attempt", store.record_attempt, doc, try_number=run.try_number)
-        operators = metrics.get("operators") or []
         summary["state"] = metrics.get("state")
-        totals: dict[str, dict[str, float]] = {}
-        for o in operators:  # one entry per operator and subtask: sum over subtasks
-            if not isinstance(o, dict):
-                continue
-            t = totals.setdefault(str(o.get("name") or o.get("key")), {})
-            for k in ("records_in", "records_out", "filtered", "dead_lettered", "time_ms"):
-                if isinstance(o.get(k), (int, float)):
-                    t[k] = round(t.get(k, 0) + o[k], 3)
-        summary["operators"] = totals
+        summary["operators"] = operator_totals(metrics.get("operators") or [])
         summary["outputs"] = metrics.get("outputs") or []
         return summary
 
     # ---- Spark location, master, parallelism ----------------------------------------------
-    def _get_hook(self):
-        binary = self._spark_binary or _default_spark_binary()
-        self._spark_binary = binary
-        hook = super()._get_hook()
-        master = hook._connection.get("master") or ""
-        self._check_cluster_rules(hook, master)
+    def _get_hook(self) -> SparkSubmitHook:
+        """The provider's hook (as ChainSubmitHook), from its constructor arguments: the
+        ones this operator was given, templated ones as rendered, plus what the master
+        asks for: the worker's Python (and bundled Spark) for a local master, the package
+        archive as py_files for a cluster."""
+        kwargs = {**self.hook_kwargs, **{k: getattr(self, k) for k in self.template_fields if k in _HOOK_ARGS}}
+        master = self._master()
+        self._check_cluster_rules(master, kwargs.get("deploy_mode"))
+        bundled = kwargs["spark_binary"].startswith(paths.bundled_spark_home())
+        env: dict[str, str] = {}
         if _is_local(master):
-            hook._connection["master"] = _local_master(master, self.chain_spec.parallelism)
-            env = {
-                "PYSPARK_PYTHON": paths.python_executable(),
-                "PYSPARK_DRIVER_PYTHON": paths.python_executable(),
-                **(self.env_vars or {}),
-            }
-            if binary.startswith(paths.bundled_spark_home()):
-                env.setdefault("SPARK_HOME", paths.bundled_spark_home())
-            hook._env_vars = env
-        elif binary.startswith(paths.bundled_spark_home()) and not os.environ.get("SPARK_HOME"):
-            # spark-submit itself runs here; executors on the cluster use their own Spark.
-            os.environ["SPARK_HOME"] = paths.bundled_spark_home()
-        if not _is_local(master):
+            env = {"PYSPARK_PYTHON": paths.python_executable(), "PYSPARK_DRIVER_PYTHON": paths.python_executable()}
+            if bundled:
+                env["SPARK_HOME"] = paths.bundled_spark_home()
+        else:
             from airflow_flinkchain.cluster import package_archive
 
-            shipped = package_archive()
-            hook._py_files = ",".join(x for x in (hook._py_files, shipped) if x)
-        return hook
+            # executors on the cluster use their own Spark and get this package as py_files
+            kwargs["py_files"] = ",".join(x for x in (kwargs.get("py_files"), package_archive()) if x)
+            if bundled and master.startswith("spark://") and not os.environ.get("SPARK_HOME"):
+                env["SPARK_HOME"] = paths.bundled_spark_home()  # spark-submit's own environment (client mode)
+        kwargs["env_vars"] = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls()} or None
+        return ChainSubmitHook(parallelism=self.chain_spec.parallelism, **kwargs)
 
-    def _check_cluster_rules(self, hook, master: str) -> None:
+    def _master(self) -> str:
         try:
-            from airflow_flinkchain.cluster import check_deploy_mode, check_exchange_root_reachable
-        except ImportError:  # pragma: no cover
-            return
+            return spark_master(get_connection(self.spark_conn_id))
+        except Exception:
+            return "yarn"  # the provider's default when the connection is missing
+
+    def _check_cluster_rules(self, master: str, deploy_mode: Optional[str]) -> None:
+        from airflow_flinkchain.cluster import check_deploy_mode, check_exchange_root_reachable
+
         run = self._run
+        if deploy_mode is None:
+            try:
+                deploy_mode = get_connection(self.spark_conn_id).extra_dejson.get("deploy-mode")
+            except Exception:
+                deploy_mode = None
         try:
-            check_deploy_mode(master, hook._connection.get("deploy_mode"))
+            check_deploy_mode(master, deploy_mode)
             if run is not None:
                 shared = self.pipeline_spec.exchange_root_shared or _conf_bool("flinkchain", "exchange_root_shared")
                 check_exchange_root_reachable(master, run.exchange_root, shared=shared)
@@ -198,20 +241,54 @@ class ChainSubmitOperator(SparkSubmitOperator):
         the SparkContext, which cancels the running tasks so subtasks reach their
         `dispose`; after KILL_GRACE_SECONDS the provider's on_kill SIGKILLs what is left
         (and kills the driver/application on a cluster)."""
-        hook = self._hook
-        proc = getattr(hook, "_submit_sp", None) if hook is not None else None
-        if proc is not None and proc.poll() is None:
+        for proc in _spark_submit_children():
             family = _process_tree(proc.pid)
             self.log.info("Stopping spark-submit (pid %s) and %d child process(es)", proc.pid, len(family) - 1)
             for pid in family:
                 _signal(pid, signal.SIGTERM)
             deadline = time.time() + KILL_GRACE_SECONDS
-            while time.time() < deadline and proc.poll() is None:
+            while time.time() < deadline and _running(proc):
                 time.sleep(0.2)
             for pid in family[1:]:  # leftover Python workers; the provider kills the JVM
                 _signal(pid, signal.SIGKILL)
-        if hook is not None:
-            super().on_kill()
+        super().on_kill()
+
+
+def spark_master(conn) -> str:
+    """The master URL of a Spark connection, as the provider's hook reads it."""
+    if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
+        master = conn.host
+    else:
+        master = f"{conn.conn_type}://{conn.host or ''}"
+    return f"{master}:{conn.port}" if conn.port else master
+
+
+def _spark_submit_children() -> list:
+    """The spark-submit processes this task started (children of this process; the
+    provider's hook runs spark-submit as a subprocess)."""
+    try:
+        import psutil
+
+        out = []
+        for child in psutil.Process().children():
+            try:
+                if _SPARK_SUBMIT_CLASS in " ".join(child.cmdline()) and _running(child):
+                    out.append(child)
+            except psutil.Error:
+                pass
+        return out
+    except Exception:
+        return []
+
+
+def _running(proc) -> bool:
+    """Alive and not a zombie (polled, never waited for: the hook reaps its own child)."""
+    import psutil
+
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _default_spark_binary() -> str:

@@ -1,12 +1,7 @@
-"""Where a pipeline run's files live, and where Spark is. No Airflow import.
+"""Where a pipeline run's exchange root is, and where Spark is. No Airflow import.
 
-Layout (DESIGN.md "Exchange between chains")::
-
-    {exchange_root}/{dag_id}/{run_key}/            the run's exchange area
-        {edge_id}/                                 one dataset per chain edge
-        _plan/plan.pkl                             the serialized JobGraph (setup task)
-        _metrics/{chain_id}.json                   per-chain metrics (written by the runtime)
-
+The layout of a run's files under the exchange root is
+`runtime.exchange.layout.ExchangeArea`'s (the Airflow tasks use it too).
 `run_key` is the Airflow run_id made safe for Hadoop paths: run ids such as
 ``manual__2026-01-01T00:00:00+00:00`` contain ':' which Hadoop's Path rejects
 ("Relative path in absolute URI").
@@ -14,32 +9,24 @@ Layout (DESIGN.md "Exchange between chains")::
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
 from typing import Optional
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-PLAN_DIR = "_plan"
-PLAN_FILE = "plan.pkl"
-METRICS_DIR = "_metrics"
+from airflow_flinkchain.path_names import path_segment
 
 
 def run_key(run_id: str) -> str:
-    """Path-safe, readable, collision-free key of an Airflow run id.
+    """Path-safe, readable, collision-free key of an Airflow run id
+    (`path_names.path_segment`; run ids such as '..' or 'a/b' are refused).
 
     >>> run_key("scheduled__2026-01-02")
     'scheduled__2026-01-02'
     >>> run_key("manual__2026-01-02T03:04:05+00:00")
     'manual__2026-01-02T03_04_05_00_00-0d530c'
     """
-    safe = _UNSAFE.sub("_", run_id)
-    if safe == run_id:
-        return safe
-    # sha1, not hash(): str hashes differ between processes (workers re-parse).
-    return f"{safe}-{hashlib.sha1(run_id.encode()).hexdigest()[:6]}"
+    return path_segment(run_id, "Airflow run id")
 
 
 def default_exchange_root() -> str:
@@ -57,23 +44,6 @@ def default_exchange_root() -> str:
     return os.path.join(home, "flinkchain", "exchange")
 
 
-def join(root: str, *parts: str) -> str:
-    """Join path parts under a root that may be a URI (s3a://...) or a plain path."""
-    return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
-
-
-def run_area(exchange_root: str, dag_id: str, key: str) -> str:
-    return join(exchange_root, dag_id, key)
-
-
-def plan_path(area: str) -> str:
-    return join(area, PLAN_DIR, PLAN_FILE)
-
-
-def metrics_path(area: str, chain_id: str) -> str:
-    return join(area, METRICS_DIR, f"{chain_id}.json")
-
-
 def local_path(path: str) -> Optional[str]:
     """The local file-system path of `path`, or None for remote URIs (hdfs://, s3a://...)."""
     if path.startswith("file://"):
@@ -85,9 +55,9 @@ def local_path(path: str) -> Optional[str]:
 
 def spark_entry_path() -> str:
     """The spark-submit application: the chain runtime's entry point (a .py file)."""
-    import airflow_flinkchain.runtime as runtime_pkg
+    import airflow_flinkchain.runtime.spark as spark_pkg
 
-    return os.path.join(os.path.dirname(os.path.abspath(runtime_pkg.__file__)), "spark_entry.py")
+    return os.path.join(os.path.dirname(os.path.abspath(spark_pkg.__file__)), "entry.py")
 
 
 def bundled_spark_home() -> str:

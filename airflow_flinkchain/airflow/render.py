@@ -14,6 +14,8 @@ only instantiates operators. Parse time: no I/O, no Spark.
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -89,7 +91,7 @@ def render_pipeline(
         dag=dag,
         tooltip=f"flinkchain pipeline {spec.pipeline!r}: {len(spec.chains)} chain(s)",
     ) if spec.group_id else None
-    with group if group is not None else _nullcontext():
+    with group if group is not None else contextlib.nullcontext():
         setup = PipelineSetupOperator(
             task_id=spec.setup_task_id,
             task_display_name=f"setup {spec.pipeline}",
@@ -149,11 +151,3 @@ def _lifecycle_doc(spec: PipelineSpec, which: str) -> str:
         f"### Teardown of pipeline `{spec.pipeline}`\n\nRuns even when a chain failed: calls the pipeline's "
         f"`on_dispose` hooks, finalizes the run record; the run's exchange data is {keep}."
     )
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from airflow_flinkchain.airflow import paths
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES, lowest
 from airflow_flinkchain.airflow.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ class PipelineRun:
     run_id: str          # Airflow's run id (the run store's key)
     run_key: str         # path-safe run id (exchange paths, the runtime's --run-id)
     exchange_root: str
-    area: str
+    area: str            # the run's exchange area (ExchangeArea.run)
     try_number: int
 
     @classmethod
@@ -39,24 +40,29 @@ class PipelineRun:
             run_id=run_id,
             run_key=key,
             exchange_root=root,
-            area=paths.run_area(root, dag_id, key),
+            area=_exchange_area(root, dag_id, key).run.uri,
             try_number=int(getattr(ti, "try_number", None) or 1),
         )
 
     @property
+    def exchange(self):
+        """The runtime's ExchangeArea of this run: both sides compute paths with it."""
+        return _exchange_area(self.exchange_root, self.dag_id, self.run_key)
+
+    @property
     def plan_path(self) -> str:
-        return paths.plan_path(self.area)
+        return self.exchange.plan().uri
 
     def metrics_path(self, chain_id: str) -> str:
-        return paths.metrics_path(self.area, chain_id)
+        return self.exchange.metrics(chain_id).uri
 
     def edge_path(self, edge_id: str) -> str:
-        return paths.join(self.area, edge_id)
+        return self.exchange.edge(edge_id).uri
 
     @staticmethod
     def location(path: str):
         """A runtime Location (pyarrow file system: local paths and hdfs://, s3a://... URIs)."""
-        from airflow_flinkchain.runtime.exchange_fs import Location
+        from airflow_flinkchain.runtime.exchange.layout import Location
 
         return Location(path)
 
@@ -74,13 +80,43 @@ class PipelineRun:
             return None
 
 
+def _exchange_area(root: str, dag_id: str, key: str):
+    from airflow_flinkchain.runtime.exchange.layout import ExchangeArea  # pyarrow: run time only
+
+    return ExchangeArea(root, dag_id, key)
+
+
+def operator_totals(operators: list) -> dict[str, dict[str, float]]:
+    """Every counter of each operator, summed over its subtasks (the metrics
+    document has one entry per operator and subtask), and every gauge some
+    subtask has, its lowest value; keyed by operator name."""
+    totals: dict[str, dict[str, float]] = {}
+    gauges: dict[str, dict[str, list]] = {}
+    for o in operators:
+        if not isinstance(o, dict):
+            continue
+        name = str(o.get("name") or o.get("key"))
+        t = totals.setdefault(name, {})
+        for k in COUNTER_NAMES:
+            if isinstance(o.get(k), (int, float)):
+                t[k] = round(t.get(k, 0) + o[k], 3)
+        for k in GAUGE_NAMES:
+            if isinstance(o.get(k), (int, float)):
+                gauges.setdefault(name, {}).setdefault(k, []).append(o[k])
+    for name, values in gauges.items():
+        for k, v in values.items():
+            totals[name][k] = lowest(v)
+    return totals
+
+
 def run_store():
     """The run store, or None when it cannot be opened (a broken store must not
     fail a data pipeline: metrics are also in XCom and the task log)."""
     try:
+        from airflow_flinkchain.airflow.compat import store_url
         from airflow_flinkchain.store import RunStore
 
-        return RunStore()
+        return RunStore(store_url())
     except Exception as exc:  # pragma: no cover - depends on deployment
         log.warning("flinkchain run store unavailable (%s: %s); metrics go to XCom only", type(exc).__name__, exc)
         return None
@@ -98,14 +134,10 @@ def store_call(what: str, fn, *args, **kwargs) -> Any:
 def check_spark_connection(conn_id: str, where: str) -> None:
     """The provider silently falls back to `--master yarn` when the connection is
     missing; fail early instead, naming the task and what to do."""
-    from airflow_flinkchain.airflow.compat import AirflowFailException
+    from airflow_flinkchain.airflow.compat import AirflowFailException, get_connection
 
     try:
-        from airflow.sdk import BaseHook
-    except ImportError:  # pragma: no cover - Airflow 2
-        from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
-    try:
-        BaseHook.get_connection(conn_id)
+        get_connection(conn_id)
     except Exception as exc:
         raise AirflowFailException(
             f"{where}: Spark connection {conn_id!r} is not defined ({type(exc).__name__}). Create it "

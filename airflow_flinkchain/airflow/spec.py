@@ -36,12 +36,13 @@ class EdgeSpec:
     partitioner: str
     output_tag: Optional[str]
     selected_names: tuple[str, ...]
+    input_number: int = 0  # 1 or 2: the input of a two-input target operator it feeds
 
     @classmethod
     def of(cls, e: ChainEdge) -> "EdgeSpec":
         return cls(e.id, e.source, e.target, e.source_operator, e.target_operator,
                    str(e.partitioner.value if hasattr(e.partitioner, "value") else e.partitioner),
-                   e.output_tag, tuple(e.selected_names))
+                   e.output_tag, tuple(e.selected_names), e.input_number)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class ChainTaskSpec:
     #: at run time and handed to the runtime as --overrides JSON.
     templated_fields: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     doc_md: str = ""
+    #: Airflow connections of the chain's sources/sinks (SQL `conn_id`): the task resolves
+    #: them and hands their URLs to the runtime, which never imports Airflow.
+    conn_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,7 @@ def _chain_spec(g: JobGraph, c: Chain, edges: Mapping[str, EdgeSpec], pipeline_s
         upstream_task_ids=upstream,
         spark=spark,
         templated_fields=templated,
+        conn_ids=tuple(sorted({c for n in nodes if isinstance(c := getattr(n.function, "conn_id", None), str)})),
     )
     return dataclasses.replace(spec, doc_md=chain_doc_md(g.pipeline, g.strategy, spec))
 
@@ -234,7 +239,8 @@ def chain_doc_md(pipeline: str, strategy: str, c: ChainTaskSpec) -> str:
             for e in edges:
                 lines.append(
                     f"| `{e.id}` | {_md(e.source_operator)} (chain `{e.source_chain}`) "
-                    f"| {_md(e.target_operator)} (chain `{e.target_chain}`) | {e.partitioner} "
+                    f"| {_md(e.target_operator)}{f' input {e.input_number}' if e.input_number else ''} "
+                    f"(chain `{e.target_chain}`) | {e.partitioner} "
                     f"| {_md(e.output_tag or '')} | {_md(', '.join(e.selected_names))} |"
                 )
     lines += ["", "**Spark**: " + ", ".join(c.spark.describe())]

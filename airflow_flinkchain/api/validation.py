@@ -3,13 +3,15 @@ message naming the operator and the fix."""
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any, Iterable, Optional
 
-from airflow_flinkchain.functions import OutputTag
+from airflow_flinkchain.functions import Function, OutputTag
 from airflow_flinkchain.graph.errors import PlanningError
-from airflow_flinkchain.graph.model import OperatorKind
-
-ON_ERROR_CHOICES = ("fail", "dead_letter", "skip")
+from airflow_flinkchain.graph.model import ErrorPolicy, OperatorKind
+from airflow_flinkchain.io.sinks import CollectSink, FileSink, SqlSink
+from airflow_flinkchain.path_names import UnsafeNameError, check_name
 
 
 def check_parallelism(value: Any, what: str, operator: str) -> int:
@@ -20,18 +22,26 @@ def check_parallelism(value: Any, what: str, operator: str) -> int:
     return value
 
 
-def check_on_error(value: Optional[str], operator: Optional[str]) -> Optional[str]:
-    if value is not None and value not in ON_ERROR_CHOICES:
-        where = f"operator {operator!r}" if operator else "pipeline"
-        raise PlanningError(
-            f"{where}: on_error must be one of {', '.join(map(repr, ON_ERROR_CHOICES))}, got {value!r}",
-            operator=operator,
-        )
-    return value
+def check_on_error(value: Optional[str], operator: Optional[str]) -> Optional[ErrorPolicy]:
+    """The ErrorPolicy named by `value` (a string or an ErrorPolicy); None stays None (inherit)."""
+    if value is None:
+        return None
+    try:
+        return ErrorPolicy.parse(value, f"operator {operator!r}" if operator else "pipeline")
+    except ValueError as exc:
+        raise PlanningError(str(exc), operator=operator) from None
 
 
 def check_function(fn: Any, method: str, what: str) -> Any:
-    """Plain callables and function classes (with `method`) are both accepted."""
+    """Plain callables and function objects (with `method`) are both accepted;
+    a function class itself is refused (calling it would build an instance
+    per record instead of running its `method`)."""
+    if isinstance(fn, type) and (issubclass(fn, Function) or callable(getattr(fn, method, None))):
+        name = fn.__name__
+        raise PlanningError(
+            f"{what}() got the function class {name}, not an instance of it: pass {name}() "
+            f"(e.g. .{what}({name}())) so that its {method}() runs on each record", operator=None
+        )
     if callable(fn) or callable(getattr(fn, method, None)):
         return fn
     raise PlanningError(
@@ -70,11 +80,88 @@ def check_dead_letter_policy(op: Any, pipeline_on_error: Optional[str]) -> None:
             "letters of the operator after it.",
             operator=op.name,
         )
-    policy = op.on_error or pipeline_on_error or "fail"
-    if policy != "dead_letter":
+    policy = ErrorPolicy.effective(op.on_error, pipeline_on_error)
+    if policy is not ErrorPolicy.DEAD_LETTER:
         raise PlanningError(
-            f"operator {op.name!r} has no dead-letter output: its on_error policy is {policy!r}. "
+            f"operator {op.name!r} has no dead-letter output: its on_error policy is {policy.value!r}. "
             f"Set on_error='dead_letter' on it (e.g. .on_error('dead_letter') before dead_letters() / "
             "get_side_output(DEAD_LETTER_TAG)) or on the pipeline (StreamPipeline(..., on_error='dead_letter')).",
             operator=op.name,
         )
+
+
+def check_sink_destinations(sinks: Iterable[Any]) -> None:
+    """Every sink owns its destination: a run replaces what a sink wrote (a
+    directory, a collect name, a run's rows of a table), so two sinks sharing
+    one would silently replace each other's output. `sinks`: the pipeline's
+    sink transformations (`.name`, `.function` = the sink descriptor)."""
+    seen: list[tuple[Any, tuple]] = []
+    for t in sinks:
+        destination = _destination(t)
+        for other, other_destination in seen:
+            clash = _clash(other_destination, destination)
+            if clash:
+                raise PlanningError(
+                    f"sinks {other.name!r} and {t.name!r} {clash}: a run replaces what a sink wrote, so one "
+                    "would silently replace the other's output. Give each sink its own destination.",
+                    operator=t.name,
+                )
+        seen.append((t, destination))
+
+
+def _destination(t: Any) -> tuple:
+    sink = t.function
+    if isinstance(sink, CollectSink):
+        try:
+            check_name(sink.name, f"sink {t.name!r}: collect() name")
+        except UnsafeNameError as exc:
+            raise PlanningError(str(exc), operator=t.name) from None
+        return ("collect", sink.name)
+    if isinstance(sink, FileSink):
+        path = _normalized_path(sink.path)
+        if _is_root_or_dot(path):
+            raise PlanningError(
+                f"sink {t.name!r}: path {sink.path!r} is a root, current or parent directory, which each run "
+                "would replace as a whole: give the sink a directory of its own (e.g. '/data/out/orders')",
+                operator=t.name,
+            )
+        return ("files", path)
+    if isinstance(sink, SqlSink):
+        # A run's rows are keyed by its run id (and DAG id) columns: sinks keyed alike replace each other's rows.
+        return ("table", sink.url or sink.conn_id, sink.table, sink.run_id_column, sink.dag_id_column)
+    return ("other", id(sink))
+
+
+def _normalized_path(path: str) -> str:
+    """The directory a file sink replaces, normalized so that spellings of one path compare equal."""
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", path)
+    if scheme and scheme.group(1).lower() == "file":
+        path = path[len(scheme.group(0)):]
+    elif scheme:
+        return scheme.group(0).lower() + posixpath.normpath("/" + path[len(scheme.group(0)):]).lstrip("/")
+    return posixpath.normpath(path)
+
+
+def _is_root_or_dot(path: str) -> bool:
+    """'/', '.', '..', 'a/..', 's3a://bucket': directories a sink must not replace."""
+    scheme, sep, rest = path.partition("://")
+    rest = (rest if sep else scheme).rstrip("/")
+    if sep and "/" not in rest:  # a bucket or host root
+        return True
+    return rest.rsplit("/", 1)[-1] in ("", ".", "..")
+
+
+def _clash(a: tuple, b: tuple) -> Optional[str]:
+    if a[0] != b[0] or a[0] == "other":
+        return None
+    if a[0] == "collect" and a[1] == b[1]:
+        return f"both collect({a[1]!r})"
+    if a[0] == "table" and a == b:
+        return f"both write table {a[2]!r} of {a[1]!r} keyed by the same run id column {a[3]!r}"
+    if a[0] == "files":
+        if a[1] == b[1]:
+            return f"both write the directory {a[1]!r}"
+        outer, inner = sorted((a[1], b[1]), key=len)
+        if inner.startswith(outer.rstrip("/") + "/"):
+            return f"write nested directories ({inner!r} is inside {outer!r})"
+    return None

@@ -23,7 +23,12 @@ from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.graph.errors import PlanningError, PlanningWarning
 from airflow_flinkchain.graph.model import (
+    DEAD_LETTER_TAG_ID,
+    DEFAULT_AUTO_WATERMARK_INTERVAL,
+    DEFAULT_RUNTIME_MODE,
     DEFAULT_SLOT_SHARING_GROUP,
+    RUNTIME_MODES,
+    ErrorPolicy,
     OperatorKind,
     PartitionSpec,
     Partitioner,
@@ -39,9 +44,8 @@ from airflow_flinkchain.graph.transformations import (
     Transformation,
     UnionTransformation,
 )
+from airflow_flinkchain.path_names import UnsafeNameError, check_name, shortened
 
-#: Tag id of the dead-letter side output (functions.DEAD_LETTER_TAG).
-DEAD_LETTER_TAG_ID = "dead_letter"
 MAX_MAX_PARALLELISM = 32768  # Flink's UPPER_BOUND_MAX_PARALLELISM
 # Keys never contain "__": edge ids join two keys with it (graph.model.edge_id).
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+|__+")
@@ -85,7 +89,11 @@ def assign_keys(operators: Iterable[OperatorTransformation]) -> dict[int, str]:
     for t in ops:
         if t.uid is None:
             continue
-        key = t.uid if not _KEY_UNSAFE.search(t.uid) else slugify(t.uid)
+        key = shortened(t.uid if not _KEY_UNSAFE.search(t.uid) else slugify(t.uid), t.uid)
+        try:
+            check_name(key, f"operator {t.name!r}: uid")
+        except UnsafeNameError as exc:
+            raise PlanningError(str(exc), operator=t.name) from None
         if key in used:
             other = used[key]
             raise PlanningError(
@@ -101,7 +109,7 @@ def assign_keys(operators: Iterable[OperatorTransformation]) -> dict[int, str]:
     for t in ops:
         if t.uid is not None:
             continue
-        base = slugify(t.name)
+        base = shortened(slugify(t.name), t.name)
         key, n = base, next_suffix.get(base, 2)
         while key in used:
             key = f"{base}_{n}"
@@ -119,18 +127,32 @@ class _Resolver:
         self._memo: dict[int, tuple[_Route, ...]] = {}
 
     def routes(self, t: Transformation) -> tuple[_Route, ...]:
-        cached = self._memo.get(t.id)
-        if cached is not None:
-            return cached
+        """Inputs are resolved before the transformations that read them, with an
+        explicit stack: a long run of unions or partitionings needs no recursion."""
+        memo = self._memo
+        pending = [t]
+        while pending:
+            top = pending[-1]
+            if top.id in memo:
+                pending.pop()
+                continue
+            unresolved = [] if isinstance(top, OperatorTransformation) else [
+                i for i in top.inputs if i.id not in memo]
+            if unresolved:
+                pending.extend(unresolved)
+                continue
+            pending.pop()
+            memo[top.id] = self._resolve(top)
+        return memo[t.id]
+
+    def _resolve(self, t: Transformation) -> tuple[_Route, ...]:
+        """t's routes, its inputs' being resolved."""
         if isinstance(t, OperatorTransformation):
-            result: tuple[_Route, ...] = (_Route(t),)
-        elif isinstance(t, UnionTransformation):
-            result = tuple(r for i in t.inputs for r in self.routes(i))
-        else:
-            (inner,) = t.inputs
-            result = tuple(self._wrap(r, t) for r in self.routes(inner))
-        self._memo[t.id] = result
-        return result
+            return (_Route(t),)
+        if isinstance(t, UnionTransformation):
+            return tuple(r for i in t.inputs for r in self._memo[i.id])
+        (inner,) = t.inputs
+        return tuple(self._wrap(r, t) for r in self._memo[inner.id])
 
     @staticmethod
     def _wrap(route: _Route, t: Transformation) -> _Route:
@@ -151,9 +173,16 @@ def build_stream_graph(
     default_parallelism: int = 1,
     chaining_enabled: bool = True,
     object_reuse: bool = False,
-    on_error: str = "fail",
+    on_error: str = ErrorPolicy.FAIL,
+    runtime_mode: str = DEFAULT_RUNTIME_MODE,
+    auto_watermark_interval: int = DEFAULT_AUTO_WATERMARK_INTERVAL,
 ) -> StreamGraph:
     """Translate recorded transformations (any order) into a StreamGraph."""
+    if runtime_mode not in RUNTIME_MODES:
+        raise PlanningError(
+            f"pipeline {name!r}: runtime mode must be one of {', '.join(map(repr, RUNTIME_MODES))}, "
+            f"got {runtime_mode!r}"
+        )
     ordered = sorted(transformations, key=lambda t: t.id)
     operators = [t for t in ordered if isinstance(t, OperatorTransformation)]
     if not any(t.kind is OperatorKind.SINK for t in operators):
@@ -181,6 +210,9 @@ def build_stream_graph(
             )
         parallelism[t.id], max_par[t.id] = p, mp
         routes = [r for i in t.inputs for r in resolver.routes(i)]
+        # a two-input operator's in-edges carry their input's position (Flink's typeNumber 1, 2)
+        type_numbers = ([n for n, i in enumerate(t.inputs, 1) for _ in resolver.routes(i)]
+                        if t.two_input is not None else [0] * len(routes))
         for route in routes:
             if route.source.id not in parallelism or route.source is t:  # inputs come first, unless looped back
                 raise PlanningError(
@@ -190,9 +222,10 @@ def build_stream_graph(
                     operator=t.name,
                 )
         group[t.id] = _slot_sharing_group(t, routes, group)
-        for route in routes:
+        for route, type_number in zip(routes, type_numbers):
             _check_dead_letter_route(route, on_error)
-            edges.append(_edge(route, t, parallelism, mp, pair_count))
+            _check_split_without_side_outputs(route)
+            edges.append(_edge(route, t, parallelism, mp, pair_count, type_number))
         _check_selected_names(t, routes)
         nodes.append(
             StreamNode(
@@ -211,6 +244,7 @@ def build_stream_graph(
                 output_type=t.output_type,
                 on_error=t.on_error,
                 settings=dict(t.settings),
+                two_input=t.two_input,
             )
         )
     return StreamGraph(
@@ -219,7 +253,9 @@ def build_stream_graph(
         edges=tuple(edges),
         chaining_enabled=chaining_enabled,
         object_reuse=object_reuse,
-        on_error=on_error,
+        on_error=ErrorPolicy.parse(on_error, f"pipeline {name!r}"),
+        runtime_mode=runtime_mode,
+        auto_watermark_interval=int(auto_watermark_interval),
     )
 
 
@@ -242,6 +278,7 @@ def _edge(
     parallelism: dict[int, int],
     target_max_parallelism: int,
     pair_count: dict[tuple[int, int], int],
+    type_number: int = 0,
 ) -> StreamEdge:
     src = route.source
     up, down = parallelism[src.id], parallelism[target.id]
@@ -272,7 +309,7 @@ def _edge(
         partitioner=spec,
         output_tag=route.output_tag,
         selected_names=route.selected_names,
-        type_number=0,
+        type_number=type_number,
         index=index,
         output_type=route.output_type,
     )
@@ -285,13 +322,27 @@ def _check_dead_letter_route(route: _Route, pipeline_on_error: str) -> None:
         src.declared_output_tags is not None and DEAD_LETTER_TAG_ID in src.declared_output_tags
     ):
         return
-    policy = src.on_error or pipeline_on_error or "fail"
-    if policy != "dead_letter":
+    policy = ErrorPolicy.effective(src.on_error, pipeline_on_error)
+    if policy is not ErrorPolicy.DEAD_LETTER:
         raise PlanningError(
-            f"operator {src.name!r}: its dead-letter output is used, but its on_error policy is {policy!r}, "
+            f"operator {src.name!r}: its dead-letter output is used, but its on_error policy is {policy.value!r}, "
             "so it never dead-letters a record. Set on_error='dead_letter' on it or on the pipeline.",
             operator=src.name,
         )
+
+
+def _check_split_without_side_outputs(route: _Route) -> None:
+    """Flink refuses split() and get_side_output() on one operator (its
+    dead-letter output is not a side output of the function: allowed)."""
+    src = route.source
+    if src.output_selector is None or route.output_tag is None or route.output_tag == DEAD_LETTER_TAG_ID:
+        return
+    raise PlanningError(
+        f"operator {src.name!r} is split (split()) and its side output {route.output_tag!r} is used "
+        "(get_side_output()): split() and get_side_output() may not be used on the same operator, as in Flink. "
+        f"Add a map() after {src.name!r} and split that instead.",
+        operator=src.name,
+    )
 
 
 def _check_selected_names(target: OperatorTransformation, routes: list[_Route]) -> None:

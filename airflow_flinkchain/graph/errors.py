@@ -23,13 +23,3 @@ class PlanningError(ValueError):
 class PlanningWarning(UserWarning):
     """A pipeline that plans but probably does not do what was meant
     (e.g. `select()` of a name the selector never returns)."""
-
-
-def describe_operator(name: str, uid: str | None = None, kind: str | None = None) -> str:
-    """`'parse'`, `'parse' (uid 'p1')` or `'parse' (map)` for messages."""
-    extra = []
-    if kind:
-        extra.append(kind)
-    if uid:
-        extra.append(f"uid {uid!r}")
-    return f"{name!r}" + (f" ({', '.join(extra)})" if extra else "")

@@ -48,14 +48,66 @@ class OperatorKind(str, enum.Enum):
     PROCESS = "process"
     KEYED_PROCESS = "keyed_process"
     REDUCE = "reduce"
+    TIMESTAMPS_AND_WATERMARKS = "timestamps_and_watermarks"
+    WINDOW = "window"
     SINK = "sink"
+    # two-input operators (Flink's TwoInputStreamOperator): always chain heads
+    CO_MAP = "co_map"
+    CO_FLAT_MAP = "co_flat_map"
+    CO_PROCESS = "co_process"
+    KEYED_CO_PROCESS = "keyed_co_process"
+    BROADCAST_PROCESS = "broadcast_process"
+    KEYED_BROADCAST_PROCESS = "keyed_broadcast_process"
+    INTERVAL_JOIN = "interval_join"
 
     def __str__(self) -> str:
         return self.value
 
 
+
+class ErrorPolicy(str, enum.Enum):
+    """What an operator does with a record its user function fails on (`on_error`).
+
+    Flink fails the job; `DEAD_LETTER` and `SKIP` keep it running, sending the
+    record to the operator's dead-letter side output or counting it as skipped.
+    Users may give the value as a string (`on_error="skip"`)."""
+
+    FAIL = "fail"
+    DEAD_LETTER = "dead_letter"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "on_error") -> "ErrorPolicy":
+        """`value` as a policy; `ValueError` naming `where` (the operator or the pipeline) if unknown."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(
+                f"{where}: on_error must be one of {', '.join(repr(p.value) for p in cls)}, got {value!r}"
+            ) from None
+
+    @classmethod
+    def effective(cls, operator: Optional[str], pipeline: Optional[str], where: str = "on_error") -> "ErrorPolicy":
+        """The operator's own policy, else the pipeline's default, else FAIL."""
+        return cls.parse(operator or pipeline or cls.FAIL, where)
+
+
+#: Tag id of the side output that ErrorPolicy.DEAD_LETTER sends failed records to
+#: (functions.DEAD_LETTER_TAG).
+DEAD_LETTER_TAG_ID = "dead_letter"
+
 DEFAULT_SLOT_SHARING_GROUP = "default"
 DEFAULT_MAX_PARALLELISM = 128
+
+#: Runtime modes (Flink's RuntimeExecutionMode, lower-cased). BATCH keeps the
+#: outputs of pipelines written before modes existed.
+RUNTIME_MODES = ("batch", "streaming")
+DEFAULT_RUNTIME_MODE = "batch"
+#: Flink's default auto-watermark interval (ms); 0 emits no watermark until the end.
+DEFAULT_AUTO_WATERMARK_INTERVAL = 200
 
 
 @dataclass(frozen=True)
@@ -68,6 +120,21 @@ class PartitionSpec:
     key_selector: Optional[Callable[[Any], Any]] = field(default=None, compare=False)
     custom_partitioner: Optional[Callable[[Any, int], int]] = field(default=None, compare=False)
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
+
+
+@dataclass(frozen=True)
+class TwoInputSpec:
+    """What a two-input operator knows besides its function: the key selector of
+    input 2 (keyed connected streams; input 1's is the node's `key_selector`) and
+    the MapStateDescriptors of a broadcast input 2 (`DataStream.broadcast(...)`).
+    A broadcast input is read in full before the other one."""
+
+    key_selector2: Optional[Callable[[Any], Any]] = field(default=None, compare=False)
+    broadcast_state_descriptors: tuple = field(default=(), compare=False)
+
+    @property
+    def broadcast(self) -> bool:
+        return bool(self.broadcast_state_descriptors)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,23 +161,17 @@ class StreamNode:
     key_selector: Optional[Callable[[Any], Any]] = None
     output_selector: Any = None
     output_type: Any = None
-    on_error: Optional[str] = None
+    on_error: Optional[ErrorPolicy] = None  # None: the pipeline's default
     settings: dict = field(default_factory=dict)
-
-    @property
-    def is_source(self) -> bool:
-        return self.kind is OperatorKind.SOURCE
-
-    @property
-    def is_sink(self) -> bool:
-        return self.kind is OperatorKind.SINK
+    two_input: Optional[TwoInputSpec] = None  # set on two-input operators (their in-edges: type_number 1, 2)
 
 
 @dataclass(frozen=True)
 class StreamEdge:
     """A physical edge. `index` tells apart several edges between the same two
     nodes (a stream unioned with itself); `type_number` is the input position at
-    the target (0 for one-input operators; all inputs of a union share it)."""
+    the target (0 for one-input operators, 1 or 2 for the inputs of a two-input
+    operator, as Flink's typeNumber; all inputs of a union share it)."""
 
     source_id: int
     target_id: int
@@ -134,7 +195,9 @@ class StreamGraph:
     edges: tuple[StreamEdge, ...]
     chaining_enabled: bool = True
     object_reuse: bool = False
-    on_error: str = "fail"
+    on_error: ErrorPolicy = ErrorPolicy.FAIL  # the pipeline's default policy
+    runtime_mode: str = DEFAULT_RUNTIME_MODE  # "batch" | "streaming"
+    auto_watermark_interval: int = DEFAULT_AUTO_WATERMARK_INTERVAL  # ms
     _by_id: dict = field(init=False, repr=False, compare=False)
     _out: dict = field(init=False, repr=False, compare=False)
     _in: dict = field(init=False, repr=False, compare=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from airflow_flinkchain.graph.model import ChainingStrategy, OperatorKind, Partitioner
+from airflow_flinkchain.graph.model import ChainingStrategy, ErrorPolicy, OperatorKind, Partitioner, TwoInputSpec
 
 
 @dataclass(eq=False)
@@ -24,10 +24,6 @@ class Transformation:
 
     id: int
     inputs: tuple["Transformation", ...]
-
-    @property
-    def is_virtual(self) -> bool:
-        return not isinstance(self, OperatorTransformation)
 
 
 @dataclass(eq=False)
@@ -46,7 +42,7 @@ class OperatorTransformation(Transformation):
     slot_sharing_group: Optional[str] = None
     key_selector: Optional[Callable[[Any], Any]] = None
     output_type: Any = None
-    on_error: Optional[str] = None
+    on_error: Optional[ErrorPolicy] = None  # None: the pipeline default
     settings: dict = field(default_factory=dict)
     # A non-parallel operator (from_collection) always runs with parallelism 1.
     non_parallel: bool = False
@@ -55,6 +51,8 @@ class OperatorTransformation(Transformation):
     selector_names: Optional[frozenset] = None
     # Side output tag ids the function declares (None: not declared, anything goes).
     declared_output_tags: Optional[frozenset] = None
+    # A two-input operator (inputs: first, second stream): Flink's TwoInputTransformation.
+    two_input: Optional[TwoInputSpec] = None
 
 
 @dataclass(eq=False)

@@ -1,5 +1,6 @@
-"""Connectors: source and sink descriptors (plain data, importable at parse time)
-and their runtime parts (`io.files`, `io.sql`: imported only by the runtime)."""
+"""Connectors: source and sink descriptors (plain data, importable at parse time).
+They only describe what to read and write; the runtime reads and writes them
+(`runtime.connectors`, looked up by descriptor type)."""
 
 from airflow_flinkchain.io.sinks import CollectSink, CsvSink, FileSink, JsonLinesSink, ParquetSink, Sink, SqlSink
 from airflow_flinkchain.io.sources import (

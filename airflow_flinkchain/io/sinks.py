@@ -1,22 +1,24 @@
 """Sink descriptors: plain data recorded at parse time (no I/O, no Spark here).
 
 Every sink is idempotent per run: a retried or cleared run replaces what the
-earlier attempt wrote, it never duplicates (see `runtime.spark_job`).
+earlier attempt wrote, it never duplicates (see `runtime.spark.job`).
 * `CollectSink(name)`: records kept under the run's exchange area
   (`_collect/{name}/`), read by `execute().output(name)`.
 * `FileSink(path, format)` / `ParquetSink` / `CsvSink` / `JsonLinesSink`: `path`
   is a directory, replaced as a whole by each run; one file per subtask
-  (`part-00000.parquet`, ...). Records must be dicts (JSON lines: anything
-  `json.dumps` takes; dates become strings). `output_type` (as for streams) fixes
-  the Parquet/CSV schema and validates records; without it the schema is
-  inferred from the records. `path` may hold `{{ ds }}` / `{{ run_id }}`.
+  (`part-00000.parquet`, ...). Records must be dicts (JSON lines: any JSON value;
+  dates, Decimals, bytes and sets get the standard encodings listed in
+  `runtime.connectors.json_lines`). `output_type` (as for streams) fixes the
+  Parquet/CSV schema and validates records; without it the schema is the union
+  of all records' fields, types widened (conflicts are refused, naming the field).
+  `path` may hold `{{ ds }}` / `{{ run_id }}`.
 * `SqlSink(table, url=... | conn_id=...)`: rows appended to `table` with a
   `_run_id` column (name: `run_id_column`) and a `_dag_id` column (name:
   `dag_id_column`; None to omit). Subtasks stage their rows; after all succeeded
   the driver, in ONE transaction, deletes the rows of this (dag id, run id) and
   inserts the staged ones: a retried run replaces its rows, another DAG's run
   with the same run id keeps its own. The table is
-  created when missing (column types from the first records, or output_type).
+  created when missing (columns: the union of all records' fields, or output_type).
 """
 
 from __future__ import annotations
@@ -29,13 +31,28 @@ from airflow_flinkchain.io.sources import FILE_FORMATS, _redact
 
 @dataclass(frozen=True, eq=False)
 class Sink:
+    """Base of every sink (`DataStream.sink_to`). A sink's destination belongs to it
+    alone: two sinks of a pipeline with one destination are refused at `plan()`.
+
+    Examples:
+        >>> SqlSink("totals", url="sqlite:///shop.db").describe()
+        'SQL table totals on sqlite:///shop.db'
+    """
+
     def describe(self) -> str:
+        """A short human description (shown in plans and the UI)."""
         return type(self).__name__
 
 
 @dataclass(frozen=True, eq=False)
 class CollectSink(Sink):
-    """Keeps the records for `execute().output(name)` (tests, notebooks, examples)."""
+    """Keeps the records for `execute().output(name)` (tests, notebooks, examples);
+    what `DataStream.collect(name)` uses.
+
+    Examples:
+        >>> CollectSink("totals").describe()
+        "collect('totals')"
+    """
 
     name: str
 
@@ -45,6 +62,16 @@ class CollectSink(Sink):
 
 @dataclass(frozen=True, eq=False)
 class FileSink(Sink):
+    """Files in the directory `path` (may hold Airflow templates), replaced as a whole
+    by each run, one file per subtask, in `format` ("parquet", "csv" or "json"
+    lines). `output_type` fixes the schema and validates records; without it the
+    schema is widened over the whole output.
+
+    Examples:
+        >>> FileSink("/data/out/{{ run_key }}", "csv").describe()
+        'csv files at /data/out/{{ run_key }}'
+    """
+
     path: str
     format: str = "parquet"
     output_type: Any = None
@@ -61,19 +88,46 @@ class FileSink(Sink):
 
 
 def ParquetSink(path: str, output_type: Any = None) -> FileSink:
+    """Parquet files in `path`.
+
+    Examples:
+        >>> ParquetSink("/data/totals", output_type={"customer": "string", "amount": "double"}).format
+        'parquet'
+    """
     return FileSink(path, "parquet", output_type)
 
 
 def CsvSink(path: str, output_type: Any = None, **options: Any) -> FileSink:
+    """CSV files in `path`, with a header line.
+
+    Examples:
+        >>> CsvSink("/data/totals").format
+        'csv'
+    """
     return FileSink(path, "csv", output_type, options)
 
 
 def JsonLinesSink(path: str) -> FileSink:
+    """JSON lines files in `path`: one standard JSON value per record.
+
+    Examples:
+        >>> JsonLinesSink("/data/events").format
+        'json'
+    """
     return FileSink(path, "json")
 
 
 @dataclass(frozen=True, eq=False)
 class SqlSink(Sink):
+    """Rows of `table` (SQLAlchemy `url` or Airflow `conn_id`), replaced per run in one
+    transaction: the rows of this (DAG id, run id) are deleted and the run's inserted.
+    The table is created when missing.
+
+    Examples:
+        >>> SqlSink("revenue", conn_id="warehouse").describe()
+        'SQL table revenue on warehouse'
+    """
+
     table: str
     url: Optional[str] = None
     conn_id: Optional[str] = None

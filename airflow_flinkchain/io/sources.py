@@ -1,8 +1,9 @@
 """Source descriptors: plain data recorded at parse time (no I/O, no Spark here).
 
-The runtime turns a descriptor into the subtask's input split (`io.readers`):
+The runtime turns a descriptor into the subtasks' input (`runtime.connectors`):
 * `CollectionSource(items)`: non-parallel; all items go to subtask 0. The items
-  travel inside the serialized plan (no collect through Spark).
+  are written once as data files when the plan is serialized (not pickled into
+  the plan) and streamed back by subtask 0.
 * `FileSource(path, format)` / `ParquetSource` / `CsvSource` / `JsonLinesSource`:
   read with Spark's readers, repartitioned to the chain's parallelism and fed to
   the chain as Arrow batches; each row becomes a dict record. `schema` (a
@@ -10,7 +11,7 @@ The runtime turns a descriptor into the subtask's input split (`io.readers`):
   column types; without it Parquet/JSON use the file's types and CSV infers them.
 * `SqlSource(query, url=... | conn_id=...)`: non-parallel; subtask 0 runs the
   query with SQLAlchemy, one dict per row. `conn_id` is an Airflow connection,
-  resolved (importing Airflow) only when given.
+  resolved by the Airflow chain task (outside Airflow: pass `url=`).
 `path` may hold Airflow templates (`{{ ds }}`, `{{ run_id }}`), rendered at run
 time: by the Airflow task (passed as overrides) or by `execute()`.
 """
@@ -26,16 +27,29 @@ FILE_FORMATS = ("parquet", "csv", "json")
 @dataclass(frozen=True, eq=False)
 class Source:
     """Base of every source. `parallel=False` makes the source a non-parallel
-    operator (parallelism 1), as Flink's `from_collection` is."""
+    operator (parallelism 1), as Flink's `from_collection` is.
+
+    Examples:
+        >>> ParquetSource("/data/orders").describe()
+        'parquet files at /data/orders'
+    """
 
     parallel = True
 
     def describe(self) -> str:
+        """A short human description (shown in plans and the UI)."""
         return type(self).__name__
 
 
 @dataclass(frozen=True, eq=False)
 class CollectionSource(Source):
+    """The records of `items`, on one subtask (what `from_collection` uses).
+
+    Examples:
+        >>> CollectionSource(items=(1, 2, 3)).describe()
+        'collection of 3 records'
+    """
+
     items: tuple = field(default=())
     parallel = False
 
@@ -45,6 +59,15 @@ class CollectionSource(Source):
 
 @dataclass(frozen=True, eq=False)
 class FileSource(Source):
+    """Files at `path` (a directory or glob; may hold Airflow templates) in `format`
+    ("parquet", "csv" or "json" lines), read in parallel; one dict per row. `schema`
+    fixes the column types; `options` go to Spark's reader.
+
+    Examples:
+        >>> FileSource("/data/orders/{{ run_key }}", "json").describe()
+        'json files at /data/orders/{{ run_key }}'
+    """
+
     path: str
     format: str = "parquet"
     schema: Any = None
@@ -61,19 +84,46 @@ class FileSource(Source):
 
 
 def ParquetSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+    """Parquet files at `path`.
+
+    Examples:
+        >>> ParquetSource("/data/orders", schema={"id": "int64", "amount": "double"}).format
+        'parquet'
+    """
     return FileSource(path, "parquet", schema, options)
 
 
 def CsvSource(path: str, schema: Any = None, header: bool = True, **options: Any) -> FileSource:
+    """CSV files at `path`, with a header line unless `header=False`; column types
+    are inferred unless `schema` gives them.
+
+    Examples:
+        >>> CsvSource("/data/orders.csv", sep=";").options
+        {'header': True, 'sep': ';'}
+    """
     return FileSource(path, "csv", schema, {"header": header, **options})
 
 
 def JsonLinesSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+    """JSON lines files at `path`: one JSON object per line, one dict per object.
+
+    Examples:
+        >>> JsonLinesSource("/data/orders/{{ ds }}").format
+        'json'
+    """
     return FileSource(path, "json", schema, options)
 
 
 @dataclass(frozen=True, eq=False)
 class SqlSource(Source):
+    """The rows of `query` (SQLAlchemy; `params` bound), one dict per row, on one
+    subtask. Give the database as a SQLAlchemy `url` or an Airflow `conn_id`.
+
+    Examples:
+        >>> SqlSource("select * from orders", url="postgresql://etl:secret@db/shop").describe()
+        'SQL query on postgresql://etl:***@db/shop'
+    """
+
     query: str
     url: Optional[str] = None
     conn_id: Optional[str] = None

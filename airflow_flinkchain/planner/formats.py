@@ -19,7 +19,7 @@ import json
 from typing import Sequence
 
 from airflow_flinkchain.graph.model import DEFAULT_SLOT_SHARING_GROUP
-from airflow_flinkchain.planner.jobgraph import ChainEdge, JobGraph
+from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 
 FORMATS = ("text", "json", "dot", "mermaid")
 
@@ -29,8 +29,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def edge_details(e: ChainEdge) -> str:
-    """`side output 'late'`, `select 'big'`: what besides the partitioner the edge carries."""
-    parts = []
+    """`input 2`, `side output 'late'`, `select 'big'`: what besides the partitioner the edge
+    carries (`input N`: the edge feeds input N of a two-input operator)."""
+    parts = [f"input {e.input_number}"] if e.input_number else []
     if e.output_tag is not None:
         parts.append(f"side output {e.output_tag!r}")
     if e.selected_names:
@@ -71,20 +72,27 @@ def _dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _chain_label(chain: Chain, line_break: str) -> str:
+    return f"{chain.id} (p={chain.parallelism}){line_break}" + line_break.join(chain.operator_names)
+
+
+def _edge_label(edge: ChainEdge, separator: str) -> str:
+    details = edge_details(edge)
+    return edge.partitioner.value + (f"{separator}{details}" if details else "")
+
+
 def format_dot(plans: Sequence[JobGraph]) -> str:
     lines = ["digraph flinkchain {", "  rankdir=LR;", "  node [shape=box, fontname=Helvetica];"]
     for i, plan in enumerate(plans):
         lines.append(f"  subgraph cluster_{i} {{")
         lines.append(f"    label={_dot_quote('pipeline ' + plan.pipeline)};")
         for c in plan.chains:
-            label = f"{c.id} (p={c.parallelism})\n" + "\n".join(c.operator_names)
+            label = _chain_label(c, "\n")
             lines.append(f"    {_dot_quote(plan.pipeline + '/' + c.id)} [label={_dot_quote(label)}];")
         for e in plan.edges:
-            label = e.partitioner.value + (f"\n{edge_details(e)}" if edge_details(e) else "")
-            lines.append(
-                f"    {_dot_quote(plan.pipeline + '/' + e.source)} -> {_dot_quote(plan.pipeline + '/' + e.target)}"
-                f" [label={_dot_quote(label)}];"
-            )
+            source, target = _dot_quote(plan.pipeline + "/" + e.source), _dot_quote(plan.pipeline + "/" + e.target)
+            label = _edge_label(e, "\n")
+            lines.append(f"    {source} -> {target} [label={_dot_quote(label)}];")
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines)
@@ -100,11 +108,9 @@ def format_mermaid(plans: Sequence[JobGraph]) -> str:
         ids = {c.id: f"p{i}_c{j}" for j, c in enumerate(plan.chains)}
         lines.append(f'  subgraph pipeline_{i}["pipeline {_mermaid_text(plan.pipeline)}"]')
         for c in plan.chains:
-            label = f"{c.id} (p={c.parallelism})<br/>" + "<br/>".join(c.operator_names)
-            lines.append(f'    {ids[c.id]}["{_mermaid_text(label)}"]')
+            lines.append(f'    {ids[c.id]}["{_mermaid_text(_chain_label(c, "<br/>"))}"]')
         for e in plan.edges:
-            label = e.partitioner.value + (f" {edge_details(e)}" if edge_details(e) else "")
-            lines.append(f'    {ids[e.source]} -->|"{_mermaid_text(label)}"| {ids[e.target]}')
+            lines.append(f'    {ids[e.source]} -->|"{_mermaid_text(_edge_label(e, " "))}"| {ids[e.target]}')
         lines.append("  end")
     return "\n".join(lines)
 

@@ -24,8 +24,13 @@ class ChainEdge:
     selected_names: tuple[str, ...]
     stream_edge: StreamEdge = field(compare=False, repr=False)
 
+    @property
+    def input_number(self) -> int:
+        """1 or 2 when the target operator has two inputs (the edge's type number), else 0."""
+        return self.stream_edge.type_number
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "id": self.id,
             "source": self.source,
             "target": self.target,
@@ -35,6 +40,9 @@ class ChainEdge:
             "output_tag": self.output_tag,
             "selected_names": list(self.selected_names),
         }
+        if self.input_number:
+            d["input"] = self.input_number  # which input of a two-input operator it feeds
+        return d
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 `FlinkChaining` is Flink 2.x `StreamingJobGraphGenerator.isChainable`
 (with `isChainableInput` and `areOperatorsChainable`), rule for rule:
 
-1. the downstream operator has exactly one in-edge;
+1. the downstream operator has exactly one in-edge (so a two-input operator
+   is always a chain head);
 2. chaining is enabled for the pipeline;
 3. both operators are in the same slot sharing group;
 4. the upstream's chaining strategy is not NEVER and the downstream's is

@@ -17,6 +17,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from airflow_flinkchain.airflow.compat import store_url
 from airflow_flinkchain.plugin import pages
 from airflow_flinkchain.plugin.auth import GetUserDep, can_read_dag, readable_dag_ids
 from airflow_flinkchain.store import RunStore
@@ -35,7 +36,7 @@ app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
 def _store() -> RunStore:
     # Resolved per request (cheap: engines are cached per URL) so config changes apply.
-    return RunStore()
+    return RunStore(store_url())
 
 
 @app.get("/api/pipelines")

@@ -4,10 +4,13 @@ from the JSON API; the note and the pipeline list need no script."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from pathlib import Path
 from string import Template
 from urllib.parse import quote
+
+from airflow_flinkchain import metrics_schema
 
 TEMPLATE = Template((Path(__file__).parent / "templates" / "page.html").read_text())
 
@@ -19,7 +22,9 @@ def _page(title: str, body: str, static: str, script: str = "") -> str:
 def chains_page(dag_id: str, pipeline: str) -> str:
     # Relative URLs keep working when Airflow runs under a base_url sub-path.
     body = f"""
-<main id="chains-app" data-dag-id="{escape(dag_id)}" data-api="../../api/pipelines/{quote(dag_id, safe='')}">
+<main id="chains-app" data-dag-id="{escape(dag_id)}" data-api="../../api/pipelines/{quote(dag_id, safe='')}"
+      data-counters="{escape(json.dumps(metrics_schema.as_json()))}"
+      data-gauges="{escape(json.dumps(metrics_schema.gauges_as_json()))}">
   <header class="page-head">
     <div>
       <h1>{escape(pipeline)} <span class="muted">· {escape(dag_id)}</span></h1>

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.exc import DBAPIError
 
+from airflow_flinkchain.metrics_schema import GAUGE_NAMES
 from airflow_flinkchain.store import schema
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,19 @@ def _v1_initial(conn: Connection) -> None:
     schema.metadata.create_all(conn, tables=schema.V1_TABLES)
 
 
-STEPS: list[Callable[[Connection], None]] = [_v1_initial]
+def _v2_operator_gauges(conn: Connection) -> None:
+    """The gauge columns of operator_metrics (metrics_schema.GAUGES: the watermark). A store
+    created at v1 by this version already has them (v1 creates the tables as defined now)."""
+    table = schema.operator_metrics
+    present = {c["name"] for c in inspect(conn).get_columns(table.name)}
+    for name in GAUGE_NAMES:
+        if name not in present:
+            column = table.c[name]
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} "
+                              f"{column.type.compile(dialect=conn.dialect)}"))
+
+
+STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges]
 LATEST_VERSION = len(STEPS)
 
 

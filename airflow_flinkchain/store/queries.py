@@ -12,6 +12,7 @@ from typing import Optional
 
 from sqlalchemy import Connection, func, select
 
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, DROPPED_COUNTERS, GAUGE_NAMES, lowest
 from airflow_flinkchain.store._util import from_db_time
 from airflow_flinkchain.store.schema import (
     attempt_outputs,
@@ -25,7 +26,6 @@ from airflow_flinkchain.store.schema import (
     side_output_metrics,
 )
 
-COUNTERS = ("records_in", "records_out", "dead_lettered", "skipped", "filtered", "time_ms")
 
 
 def list_pipelines(conn: Connection) -> list[dict]:
@@ -141,10 +141,13 @@ def _chain_metrics(conn: Connection, chain_id: str, attempt: dict, attempts: int
     per_op: dict[str, dict] = {}
     for r in conn.execute(select(operator_metrics).where(operator_metrics.c.attempt_pk == pk)).mappings():
         op = per_op.setdefault(r["key"], {"key": r["key"], "name": r["name"] or r["key"], "node_id": r["node_id"],
-                                          "subtasks": 0, "side_outputs": {}, **{c: 0 for c in COUNTERS}})
+                                          "subtasks": 0, "side_outputs": {}, **{c: 0 for c in COUNTER_NAMES},
+                                          **{g: None for g in GAUGE_NAMES}})
         op["subtasks"] += 1
-        for c in COUNTERS:
+        for c in COUNTER_NAMES:
             op[c] += r[c] or 0
+        for g in GAUGE_NAMES:
+            op[g] = lowest([op[g], r[g]])
     side = defaultdict(int)
     for r in conn.execute(select(side_output_metrics).where(side_output_metrics.c.attempt_pk == pk)).mappings():
         side[(r["key"], r["tag"])] += r["records"]
@@ -155,7 +158,7 @@ def _chain_metrics(conn: Connection, chain_id: str, attempt: dict, attempts: int
     total_time = sum(o["time_ms"] for o in operators)
     for o in operators:
         # Records an operator took in and did not pass on: filtered, skipped or dead-lettered.
-        o["dropped"] = o["filtered"] + o["skipped"] + o["dead_lettered"]
+        o["dropped"] = sum(o[c] for c in DROPPED_COUNTERS)
         o["time_share"] = round(o["time_ms"] / total_time, 4) if total_time else 0.0
     outputs = [
         {("edge" if r["kind"] == "edge" else "sink"): r["name"], "path": r["path"], "records": r["records"]}
@@ -176,6 +179,8 @@ def _chain_metrics(conn: Connection, chain_id: str, attempt: dict, attempts: int
         "duration_ms": int((ended - started).total_seconds() * 1000) if started and ended else None,
         "time_ms": total_time,
         "records_in": operators[0]["records_in"] if operators else 0,
+        # The chain's gauges: the lowest of its operators' (its event-time progress).
+        **{g: lowest(o[g] for o in operators) for g in GAUGE_NAMES},
         "operators": operators,
         "outputs": outputs,
         "slowest": _pick(operators, lambda o: o["time_ms"]),

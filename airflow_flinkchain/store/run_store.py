@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, TypeVar
 from sqlalchemy import Connection, Engine, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES, lowest
 from airflow_flinkchain.store import queries
 from airflow_flinkchain.store._util import canonical_json, plan_hash, to_db_time, utcnow
 from airflow_flinkchain.store.config import resolve_store_url
@@ -35,7 +36,6 @@ from airflow_flinkchain.store.schema import (
 
 T = TypeVar("T")
 RUNNING, SUCCESS, FAILED = "running", "success", "failed"
-OPERATOR_COUNTERS = ("records_in", "records_out", "dead_lettered", "skipped", "filtered", "time_ms")
 
 
 class RunStore:
@@ -243,16 +243,20 @@ def _edge_row(base: dict, edge: dict, source: str, target: str, partitioner: Opt
 
 
 def _insert_metrics(conn: Connection, attempt_pk: int, operators: list[dict]) -> None:
-    """One row per (operator, subtask); duplicates in the document are summed."""
+    """One row per (operator, subtask); duplicates in the document are summed (counters) or
+    give their lowest value (gauges)."""
     merged: dict[tuple[str, int], dict] = {}
     side: dict[tuple[str, int, str], int] = {}
     for op in operators:
         key, subtask = str(op.get("key") or op.get("node_id")), int(op.get("subtask") or 0)
         row = merged.setdefault((key, subtask), {
             "attempt_pk": attempt_pk, "key": key, "subtask": subtask, "node_id": op.get("node_id"),
-            "name": op.get("name"), **{c: 0 for c in OPERATOR_COUNTERS}})
-        for counter in OPERATOR_COUNTERS:
+            "name": op.get("name"), **{c: 0 for c in COUNTER_NAMES}, **{g: None for g in GAUGE_NAMES}})
+        for counter in COUNTER_NAMES:
             row[counter] += int(op.get(counter) or 0)
+        for gauge in GAUGE_NAMES:
+            value = op.get(gauge)
+            row[gauge] = lowest([row[gauge], int(value) if isinstance(value, (int, float)) else None])
         for tag, n in (op.get("side_outputs") or {}).items():
             side[(key, subtask, str(tag))] = side.get((key, subtask, str(tag)), 0) + int(n or 0)
     if merged:

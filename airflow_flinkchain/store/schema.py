@@ -21,6 +21,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES
+
 metadata = MetaData()
 
 ID = 250  # dag_id / run_id / keys: Airflow allows 250 characters
@@ -57,29 +59,32 @@ plans = Table(
     Column("created_at", DateTime, nullable=False),
 )
 
-def _plan_fk() -> ForeignKeyConstraint:
-    return ForeignKeyConstraint(
-        ["dag_id", "plan_hash"], ["flinkchain_plans.dag_id", "flinkchain_plans.plan_hash"], ondelete="CASCADE"
+
+def _plan_table(name: str, *columns) -> Table:
+    """A table of one plan's parts: keyed by (dag_id, plan_hash) first, deleted with the plan."""
+    return Table(
+        name,
+        metadata,
+        _id("dag_id", primary_key=True),
+        Column("plan_hash", String(64), primary_key=True),
+        *columns,
+        ForeignKeyConstraint(
+            ["dag_id", "plan_hash"], ["flinkchain_plans.dag_id", "flinkchain_plans.plan_hash"], ondelete="CASCADE"
+        ),
     )
 
-plan_chains = Table(
+
+plan_chains = _plan_table(
     "flinkchain_plan_chains",
-    metadata,
-    _id("dag_id", primary_key=True),
-    Column("plan_hash", String(64), primary_key=True),
     _id("chain_id", primary_key=True),
     Column("position", Integer, nullable=False),
     Column("name", Text, nullable=False),
     Column("parallelism", Integer, nullable=False),
     Column("slot_sharing_group", String(ID)),
-    _plan_fk(),
 )
 
-plan_operators = Table(
+plan_operators = _plan_table(
     "flinkchain_plan_operators",
-    metadata,
-    _id("dag_id", primary_key=True),
-    Column("plan_hash", String(64), primary_key=True),
     _id("key", primary_key=True),
     _id("chain_id", nullable=False),
     Column("position", Integer, nullable=False),  # order inside the chain, head = 0
@@ -88,14 +93,10 @@ plan_operators = Table(
     _id("uid"),
     Column("kind", String(50), nullable=False),
     Column("parallelism", Integer, nullable=False),
-    _plan_fk(),
 )
 
-plan_edges = Table(
+plan_edges = _plan_table(
     "flinkchain_plan_edges",
-    metadata,
-    _id("dag_id", primary_key=True),
-    Column("plan_hash", String(64), primary_key=True),
     _id("edge_id", primary_key=True),
     Column("chained", Integer, nullable=False),  # 1: inside a chain, 0: between chains (an exchange)
     _id("source_chain", nullable=False),
@@ -105,7 +106,6 @@ plan_edges = Table(
     Column("partitioner", String(50)),  # None for chained edges (always a direct call)
     _id("output_tag"),
     Column("selected_names", Text, nullable=False),  # JSON list
-    _plan_fk(),
 )
 
 runs = Table(
@@ -141,33 +141,36 @@ chain_attempts = Table(
     ),
 )
 
+
 def _attempt_pk() -> Column:
     return Column(
         "attempt_pk", Integer, ForeignKey("flinkchain_chain_attempts.id", ondelete="CASCADE"), primary_key=True
     )
 
-operator_metrics = Table(
+
+def _metrics_table(name: str, *columns) -> Table:
+    """Metrics of one attempt's operator subtasks: keyed by (attempt, operator key, subtask) first,
+    deleted with the attempt."""
+    return Table(
+        name,
+        metadata,
+        _attempt_pk(),
+        _id("key", primary_key=True),
+        Column("subtask", Integer, primary_key=True),
+        *columns,
+    )
+
+
+operator_metrics = _metrics_table(
     "flinkchain_operator_metrics",
-    metadata,
-    _attempt_pk(),
-    _id("key", primary_key=True),
-    Column("subtask", Integer, primary_key=True),
     Column("node_id", Integer),
     Column("name", Text),
-    Column("records_in", BigInteger, nullable=False, default=0),
-    Column("records_out", BigInteger, nullable=False, default=0),
-    Column("dead_lettered", BigInteger, nullable=False, default=0),
-    Column("skipped", BigInteger, nullable=False, default=0),
-    Column("filtered", BigInteger, nullable=False, default=0),
-    Column("time_ms", BigInteger, nullable=False, default=0),
+    *(Column(name, BigInteger, nullable=False, default=0) for name in COUNTER_NAMES),
+    *(Column(name, BigInteger) for name in GAUGE_NAMES),  # NULL: not measured (no watermark)
 )
 
-side_output_metrics = Table(
+side_output_metrics = _metrics_table(
     "flinkchain_side_output_metrics",
-    metadata,
-    _attempt_pk(),
-    _id("key", primary_key=True),
-    Column("subtask", Integer, primary_key=True),
     _id("tag", primary_key=True),
     Column("records", BigInteger, nullable=False),
 )

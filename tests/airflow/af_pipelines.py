@@ -35,7 +35,8 @@ def branching(name: str = "orders") -> StreamPipeline:
     flagged = parsed.process(flag_late, output_tags=[LATE]).name("flag_late").set_spark_settings(
         executor_memory="2g", spark_conf={"spark.task.cpus": "1"})
     flagged.get_side_output(LATE).collect("late")
-    split = flagged.split(lambda r: [r["kind"]], names=["a", "b"])
+    # split() from a map after flag_late: an operator with a side output cannot be split (as in Flink)
+    split = flagged.map(dict).name("route").split(lambda r: [r["kind"]], names=["a", "b"])
     split.select("a").map(lambda r: r).name("kind_a").collect("a")
     split.select("b").key_by(lambda r: r["id"] % 3).reduce(lambda x, y: x).name("kind_b").collect("b")
     return p

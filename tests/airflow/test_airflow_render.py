@@ -66,12 +66,12 @@ def test_side_output_split_select_and_settings_merge():
     dag, tasks = render(branching())
     assert sorted(tasks.chains) == ["kind_b", "orders", "parse"]
     parse = dag.task_dict["orders.parse"]
-    assert parse.task_display_name == "parse -> flag_late -> (late, kind_a -> a)"
+    assert parse.task_display_name == "parse -> flag_late -> (late, route -> kind_a -> a)"
     assert ups(dag, "orders.parse") == ["orders.orders"]
     assert ups(dag, "orders.kind_b") == ["orders.parse"]
     # only the chain without out-edges feeds the teardown directly
     assert ups(dag, "orders.pipeline_teardown") == ["orders.kind_b", "orders.pipeline_setup"]
-    assert "| `flag_late__kind_b` | flag_late (chain `parse`) | kind_b (chain `kind_b`) | HASH |  | b |" in parse.doc_md
+    assert "| `route__kind_b` | route (chain `parse`) | kind_b (chain `kind_b`) | HASH |  | b |" in parse.doc_md
     # pipeline < operator: executor_memory overridden, spark_conf merged, env kept
     assert parse._executor_memory == "2g"
     assert parse.conf["spark.sql.ansi.enabled"] == "true" and parse.conf["spark.task.cpus"] == "1"
@@ -142,7 +142,7 @@ def test_deterministic_spec_and_serializable_dag():
     data = DagSerialization.to_dict(dag)
     restored = DagSerialization.from_dict(data)
     assert sorted(restored.task_dict) == sorted(dag.task_dict)
-    assert restored.task_dict["orders.parse"].task_display_name == "parse -> flag_late -> (late, kind_a -> a)"
+    assert restored.task_dict["orders.parse"].task_display_name == "parse -> flag_late -> (late, route -> kind_a -> a)"
 
 
 def test_errors_name_the_pipeline_or_operator():
@@ -182,3 +182,95 @@ def test_parse_has_no_side_effects(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "False"
     assert not (tmp_path / "x").exists()
     assert not (tmp_path / "home" / "flinkchain").exists()
+
+
+def test_xcom_summary_has_every_counter_summed_over_subtasks(tmp_path, monkeypatch):
+    """The task's XCom summary carries every counter of metrics_schema, `skipped` included."""
+    from airflow_flinkchain.metrics_schema import COUNTER_NAMES
+    from airflow_flinkchain.runtime.core.metrics import OperatorMetrics
+
+    monkeypatch.setenv("FLINKCHAIN_STORE_URL", f"sqlite:///{tmp_path / 'store.db'}")
+    dag, tasks = render(linear(exchange_root=str(tmp_path / "ex")))
+    op = tasks.chains["events"]
+    run = PipelineRun.from_context({"run_id": "scheduled__2026-01-02", "dag": dag, "ti": None}, op.pipeline_spec)
+    subtasks = [OperatorMetrics(2, "parse", "parse", s, records_in=5, records_out=2, dead_lettered=1, skipped=1,
+                                filtered=1, time_ms=0.5) for s in (0, 1)]
+    doc = {"state": "success", "operators": [m.to_dict() for m in subtasks], "outputs": []}
+    run.location(run.metrics_path("events")).write_text(json.dumps(doc))
+    summary = op._after_submit(run, 0.0, "test")
+    assert summary["operators"]["parse"] == {"records_in": 10, "records_out": 4, "dead_lettered": 2, "skipped": 2,
+                                             "filtered": 2, "time_ms": 1.0}
+    assert set(summary["operators"]["parse"]) == set(COUNTER_NAMES)
+
+
+@pytest.mark.parametrize("dag_id, run_id", [
+    ("café", "manual__2026-01-02T03:04:05+00:00"),  # a unicode DAG id: Airflow allows \w
+    ("d", "r" * 300),  # a run id over the file system's limit
+])
+def test_airflow_tasks_and_runtime_compute_the_same_paths(tmp_path, dag_id, run_id):
+    """The chain task passes the runtime --exchange-root/--dag-id/--run-id; both sides must
+    then agree on the plan, metrics and exchange paths (the task checks them, the runtime writes them)."""
+    from airflow_flinkchain.path_names import MAX_SEGMENT_LENGTH
+    from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+
+    p = linear(exchange_root=str(tmp_path))
+    p.from_collection([1]).map(lambda x: x).name("m" * 200).map(lambda x: x).name("n" * 200).set_parallelism(1) \
+        .collect("long")
+    dag, tasks = render(p, dag_id=dag_id)
+    for chain_id, op in tasks.chains.items():
+        run = PipelineRun.from_context({"run_id": run_id, "dag": dag, "ti": None}, op.pipeline_spec)
+        args = op._runtime_args(run)
+        runtime = ExchangeArea(args[args.index("--exchange-root") + 1], args[args.index("--dag-id") + 1],
+                               args[args.index("--run-id") + 1])
+        assert args[args.index("--plan") + 1] == run.plan_path == runtime.plan().uri
+        assert run.metrics_path(chain_id) == runtime.metrics(chain_id).uri
+        assert run.area == runtime.run.uri
+        for edge in op.chain_spec.in_edges + op.chain_spec.out_edges:
+            assert run.edge_path(edge.id) == runtime.edge(edge.id).uri
+        assert all(len(part) <= MAX_SEGMENT_LENGTH + len(".json")
+                   for part in run.metrics_path(chain_id)[len(str(tmp_path)):].split("/"))
+
+
+@pytest.mark.parametrize("run_id", [".", "..", "a/../..", "/tmp/abs"])
+def test_run_ids_that_are_paths_fail_the_task_and_touch_nothing(tmp_path, monkeypatch, run_id):
+    """The teardown drops the run's exchange area: with run id '..' that was the DAG's
+    directory (every run of it). Now every task refuses such a run id first."""
+    from airflow_flinkchain.path_names import UnsafeNameError
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    root = tmp_path / "ex"
+    for rel in ("d/other_run/_metrics/events.json", "other_dag/r/x", "keep"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text('{"state": "success"}')
+    before = sorted(str(x) for x in tmp_path.rglob("*"))
+    dag, tasks = render(linear(exchange_root=str(root)))
+    ctx = {"run_id": run_id, "dag": dag, "ti": None}
+    for task in (tasks.teardown, tasks.setup):
+        with pytest.raises(UnsafeNameError, match="Airflow run id"):
+            task.execute(ctx)
+    with pytest.raises(UnsafeNameError, match="Airflow run id"):
+        tasks.chains["events"].execute(ctx)
+    assert sorted(str(x) for x in tmp_path.rglob("*")) == before
+
+
+def test_xcom_summary_has_the_lowest_watermark_of_the_subtasks_that_have_one():
+    """A gauge is not summed: the operator's watermark is its slowest subtask's; an operator
+    without a watermark has no `watermark` key (see metrics_schema.GAUGES)."""
+    from airflow_flinkchain.airflow.run_context import operator_totals
+
+    ops = [{"name": "win", "subtask": s, "records_in": 1, "watermark": wm} for s, wm in enumerate((2999, 1999, None))]
+    ops.append({"name": "src", "subtask": 0, "records_in": 0, "watermark": None})
+    totals = operator_totals(ops)
+    assert totals["win"]["watermark"] == 1999 and totals["win"]["records_in"] == 3
+    assert "watermark" not in totals["src"]
+
+
+def test_two_input_chain_depends_on_both_upstream_chains():
+    from tests.two_input.pipelines import enrich_pipeline
+
+    dag, _ = render(enrich_pipeline(name="enrich"))
+    assert ups(dag, "enrich.levels") == ["enrich.customers", "enrich.orders"]
+    assert ups(dag, "enrich.convert") == ["enrich.levels", "enrich.rates"]
+    doc = dag.task_dict["enrich.convert"].doc_md
+    assert "`levels__convert`" in doc and "`rates__convert`" in doc
+    assert "convert input 1 (chain `convert`)" in doc and "convert input 2 (chain `convert`)" in doc

@@ -1,11 +1,14 @@
-"""One DAG run under the real scheduler (scheduler + dag-processor + api-server on a
+"""DAG runs under the real scheduler (scheduler + dag-processor + api-server on a
 free loopback port, LocalExecutor with parallelism 2), so chain tasks go through
 the Task SDK path: supervisor, execution API, connections via the API server.
+Two DAGs run side by side: af_orders and the example event-time DAG.
 
 The same running stack then serves the plugin: the DAG's Chains tab is opened in
 headless Debian chromium, both the plugin page and Airflow's own DAG page with the
 tab, and checked against the counters the run recorded. Its screenshot is the one
-README shows (docs/chains-tab.png)."""
+docs/airflow.md shows (docs/chains-tab.png). The event-time DAG's tab is checked
+against the watermarks its run recorded (screenshot docs/chains-tab-event-time.png,
+shown by docs/event-time.md)."""
 
 from __future__ import annotations
 
@@ -20,19 +23,25 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow]
 
-# The orders pipeline of the README: chains orders (orders -> parse -> valid -> flag_late),
+# The orders pipeline of the docs: chains orders (orders -> parse -> valid -> flag_late),
 # revenue_per_region (HASH exchange) and late_per_customer (side output "late", HASH).
 DAG_ID = "af_orders"
 CHAINS = ("orders", "revenue_per_region", "late_per_customer")
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "docs" / "chains-tab.png"
+# dags/flinkchain_event_time.py: chains readings (-> timestamps), minute_stats and overheat.
+EVENT_TIME_DAG = "flinkchain_event_time"
+EVENT_TIME_CHAINS = ("readings", "minute_stats", "overheat")
+EVENT_TIME_SCREENSHOT = REPO / "docs" / "chains-tab-event-time.png"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -69,9 +78,36 @@ def stop_group(proc: subprocess.Popen, grace: float = 45) -> None:
     proc.poll()
 
 
+def trigger_and_unpause(env, dag_id: str) -> None:
+    deadline = time.time() + 300
+    while True:  # the dag-processor must have serialized the DAG first
+        trig = airflow(env, "dags", "trigger", dag_id, "-o", "json")
+        if trig.returncode == 0 or time.time() > deadline:
+            break
+        time.sleep(5)
+    assert trig.returncode == 0, trig.stdout[-3000:] + trig.stderr[-3000:]
+    unpause = airflow(env, "dags", "unpause", dag_id)
+    assert unpause.returncode == 0, unpause.stdout[-3000:] + unpause.stderr[-3000:]
+
+
+def finished_run(env, dag_id: str, timeout: float = 900) -> tuple:
+    """(state, run_id) of the DAG's latest run once it has finished; (None, None) on timeout."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = airflow(env, "dags", "list-runs", dag_id, "-o", "json")
+        listed = [l for l in runs.stdout.splitlines() if l.startswith("[")]  # warnings share stdout
+        if runs.returncode == 0 and listed:
+            latest = (json.loads(listed[-1]) or [{}])[0]
+            if latest.get("state") in ("success", "failed"):
+                return latest["state"], latest["run_id"]
+        time.sleep(5)
+    return None, None
+
+
 @pytest.fixture(scope="module")
 def stack(airflow_home, tmp_path_factory):
-    """The running stack after one run of DAG_ID: {base, env, state, run_id, log}."""
+    """The running stack after one run of DAG_ID: {base, env, state, run_id, log}. A run of
+    EVENT_TIME_DAG is under way or done by then (see `event_time_run`)."""
     base_env, _ = airflow_home
     tmp_path = tmp_path_factory.mktemp("scheduler")
     port = free_port()
@@ -91,7 +127,7 @@ def stack(airflow_home, tmp_path_factory):
         "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "90",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only DAG_ID gets unpaused
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only the DAGs run here get unpaused
         # Anyone who opens /auth/token/login is an admin: lets headless chromium sign in.
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
     }
@@ -107,26 +143,10 @@ def stack(airflow_home, tmp_path_factory):
          f"'{exe}' scheduler & '{exe}' dag-processor & wait"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.time() + 300
-        while True:  # the dag-processor must have serialized the DAG first
-            trig = airflow(env, "dags", "trigger", DAG_ID, "-o", "json")
-            if trig.returncode == 0 or time.time() > deadline:
-                break
-            time.sleep(5)
-        assert trig.returncode == 0, trig.stdout[-3000:] + trig.stderr[-3000:]
-        unpause = airflow(env, "dags", "unpause", DAG_ID)
-        assert unpause.returncode == 0, unpause.stdout[-3000:] + unpause.stderr[-3000:]
-        state = run_id = None
-        deadline = time.time() + 900
-        while time.time() < deadline:
-            runs = airflow(env, "dags", "list-runs", DAG_ID, "-o", "json")
-            listed = [l for l in runs.stdout.splitlines() if l.startswith("[")]  # warnings share stdout
-            if runs.returncode == 0 and listed:
-                latest = (json.loads(listed[-1]) or [{}])[0]
-                if latest.get("state") in ("success", "failed"):
-                    state, run_id = latest["state"], latest["run_id"]
-                    break
-            time.sleep(5)
+        trigger_and_unpause(env, DAG_ID)
+        # Right behind it: its small chains share the two executor slots with af_orders'.
+        trigger_and_unpause(env, EVENT_TIME_DAG)
+        state, run_id = finished_run(env, DAG_ID)
         log.flush()
         yield {"base": base, "env": env, "state": state, "run_id": run_id, "log": log_path}
     finally:
@@ -155,7 +175,7 @@ def _signed_in(base: str, path: str) -> str:
     return f"{base}/auth/token/login?next={path}"
 
 
-def _run_json(base: str, run_id: str) -> dict:
+def _run_json(base: str, run_id: str, dag_id: str = DAG_ID) -> dict:
     """What the run store recorded for the run, through the plugin's JSON API (same auth)."""
     host, port = base.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
@@ -165,7 +185,7 @@ def _run_json(base: str, run_id: str) -> dict:
     token = re.search(r"_token=([^;]+)", login.getheader("set-cookie") or "")
     assert token, (login.status, login.getheaders())
     request = urllib.request.Request(
-        f"{base}/flinkchain/api/pipelines/{DAG_ID}/runs/{urllib.request.quote(run_id, safe='')}",
+        f"{base}/flinkchain/api/pipelines/{dag_id}/runs/{urllib.request.quote(run_id, safe='')}",
         headers={"Authorization": f"Bearer {token.group(1)}"})
     with urllib.request.urlopen(request, timeout=30) as answer:
         return json.load(answer)
@@ -233,3 +253,61 @@ def test_screenshot_of_the_chains_tab(browser):
                      _signed_in(browser["base"], f"/flinkchain/ui/dag/{DAG_ID}"))
     assert shot.exists() and shot.stat().st_size > 10_000, done.stderr[-2000:]
     shot.replace(SCREENSHOT)
+
+
+# ---- the event-time DAG's run: watermarks per chain -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def event_time_run(stack):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium not installed (make system-deps installs it)")
+    state, run_id = finished_run(stack["env"], EVENT_TIME_DAG)
+    assert state == "success", stack["log"].read_text()[-6000:]
+    return {**stack, "run_id": run_id}
+
+
+def _watermark_text(ms: int) -> str:
+    """The Chains tab's text for a watermark (chains.js gaugeText): a UTC time with milliseconds."""
+    if abs(ms) < 1e11:
+        return f"{ms:,}"
+    at = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return f"{at:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d} UTC"
+
+
+def _event_time_page(run_id: str) -> str:
+    # `next` is decoded once by the login route: the run id (with "+" and ":") stays encoded.
+    path = f"/flinkchain/ui/dag/{EVENT_TIME_DAG}?run_id={urllib.parse.quote(run_id, safe='')}"
+    return urllib.parse.quote(path, safe="/")
+
+
+@pytest.mark.browser
+def test_chains_tab_shows_the_event_time_watermarks(event_time_run):
+    base, run_id = event_time_run["base"], event_time_run["run_id"]
+    recorded = _run_json(base, run_id, EVENT_TIME_DAG)["run"]
+    assert sorted(c["chain_id"] for c in recorded["chains"]) == sorted(EVENT_TIME_CHAINS)
+    dom = _chromium("--dump-dom", _signed_in(base, _event_time_page(run_id))).stdout
+    assert 'data-ready="true"' in dom, dom[-3000:]
+    assert f"<b>{run_id}</b>" in dom  # the page shows this run
+    for chain in recorded["chains"]:
+        assert chain["state"] == "success", chain
+        assert chain["watermark"] is not None, chain  # every chain saw event time
+        start = dom.index(f'id="chain-{chain["chain_id"]}"')
+        box = dom[start:dom.find("</footer>", start)]
+        # The chain's watermark, in its footer ...
+        footer = box[box.index("<footer>"):]
+        assert f"watermark {_watermark_text(chain['watermark'])}" in footer, (chain, footer)
+        # ... and each operator's, next to its counters.
+        for op in chain["operators"]:
+            if op.get("watermark") is not None:
+                html = _operator_html(dom, op["key"])
+                assert f'watermark <span class="n">{_watermark_text(op["watermark"])}</span>' in html, (op, html[:1500])
+
+
+@pytest.mark.browser
+def test_screenshot_of_the_event_time_chains_tab(event_time_run):
+    shot = EVENT_TIME_SCREENSHOT.with_suffix(".tmp.png")
+    done = _chromium(f"--screenshot={shot}", "--window-size=1280,960",  # all three chains
+                     _signed_in(event_time_run["base"], _event_time_page(event_time_run["run_id"])))
+    assert shot.exists() and shot.stat().st_size > 10_000, done.stderr[-2000:]
+    shot.replace(EVENT_TIME_SCREENSHOT)

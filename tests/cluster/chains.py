@@ -1,4 +1,4 @@
-"""Run every chain of a pipeline through real spark-submit of runtime/spark_entry.py,
+"""Run every chain of a pipeline through real spark-submit of runtime/spark/entry.py,
 as the Airflow chain tasks do (shared by the cluster tests and the benchmark)."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ class ClusterRun:
     seconds: float = 0.0
 
     def metrics(self, chain_id: str) -> dict:
-        from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
+        from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
 
         return json.loads(ExchangeArea(self.exchange_root, self.dag_id, self.run_id).metrics(chain_id).read_text())
 
     def output(self, name: str) -> list:
-        from airflow_flinkchain.runtime.exchange import read_records
-        from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
+        from airflow_flinkchain.runtime.exchange.dataset import read_records
+        from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
 
         return read_records(ExchangeArea(self.exchange_root, self.dag_id, self.run_id).collect(name), f"collect:{name}")
 
@@ -36,15 +36,16 @@ def submit_pipeline(pipeline, master: str, exchange_root: str, run_id: str, env:
                     conf: dict | None = None, stop_on_failure: bool = True, timeout: float = 240) -> ClusterRun:
     """Plan, write the plan under the exchange root (the driver may run anywhere), ship the
     package with --py-files, spark-submit each chain in topological order."""
-    from airflow_flinkchain.airflow.paths import plan_path as plan_path_of, run_area, spark_entry_path  # no Airflow import
+    from airflow_flinkchain.airflow.paths import spark_entry_path  # no Airflow import
     from airflow_flinkchain.cluster import check_exchange_root_reachable, package_archive
-    from airflow_flinkchain.runtime.local import topological_chains
-    from airflow_flinkchain.runtime.serialize import dump_plan
+    from airflow_flinkchain.runtime.spark.local import topological_chains
+    from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+    from airflow_flinkchain.runtime.spark.plan_file import dump_plan
 
     check_exchange_root_reachable(master, exchange_root, shared=shared)
     job = pipeline.plan()
     dag_id = job.pipeline
-    plan_path = plan_path_of(run_area(exchange_root, dag_id, run_id))
+    plan_path = ExchangeArea(exchange_root, dag_id, run_id).plan().uri
     dump_plan(job, plan_path)
     archive = package_archive()
     run = ClusterRun(exchange_root, dag_id, run_id)

@@ -1,5 +1,5 @@
 """The chain runtime on a real standalone cluster: every chain of a pipeline through
-spark-submit of runtime/spark_entry.py (client mode), package shipped with --py-files,
+spark-submit of runtime/spark/entry.py (client mode), package shipped with --py-files,
 plan + exchange + metrics under a shared exchange root; outputs equal local execute()."""
 
 from __future__ import annotations

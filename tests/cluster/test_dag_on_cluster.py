@@ -67,8 +67,8 @@ def test_example_dag_on_standalone_cluster_equals_local(standalone_cluster, spar
     assert 1 <= len(shipped) <= 2 and all(s.startswith("airflow_flinkchain-") and s.endswith(".zip") for s in shipped), shipped
 
     from airflow_flinkchain.airflow.paths import run_key
-    from airflow_flinkchain.runtime.exchange import read_records
-    from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
+    from airflow_flinkchain.runtime.exchange.dataset import read_records
+    from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
 
     area = ExchangeArea(root, "cluster_words", run_key(result["run_id"]))
     metrics = {p.name: json.loads(p.read_text()) for p in (tmp_path / "exchange").rglob("_metrics/*.json")}

@@ -121,7 +121,7 @@ def stream_of_another_pipeline():
 
 
 def unpicklable_function():
-    from airflow_flinkchain.runtime.serialize import dumps_plan
+    from airflow_flinkchain.runtime.core.serialize import dumps_plan
 
     p = P()
     lock = threading.Lock()
@@ -215,7 +215,7 @@ RUN_START = [
 @pytest.mark.spark
 @pytest.mark.parametrize("build,fragments", RUN_START, ids=[c[0].__name__ for c in RUN_START])
 def test_run_start_errors(spark, tmp_path, build, fragments):
-    from airflow_flinkchain.runtime.spark_job import ChainRunError
+    from airflow_flinkchain.runtime.spark.job import ChainRunError
 
     p = build(tmp_path)
     root = tmp_path / "ex"

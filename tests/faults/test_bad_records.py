@@ -142,7 +142,7 @@ def test_pipeline_level_policy(spark, tmp_path, policy):
 
 def test_operator_policy_overrides_pipeline_policy(spark, tmp_path):
     """Pipeline says dead_letter, one operator says fail: that operator fails the run."""
-    from airflow_flinkchain.runtime.spark_job import ChainRunError
+    from airflow_flinkchain.runtime.spark.job import ChainRunError
 
     p = StreamPipeline("override", parallelism=1, on_error="dead_letter")
     p.from_collection(NUMBERS).map(check, on_error="fail").name("strict").collect("out")

@@ -16,10 +16,10 @@ import pytest
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io import CsvSink, JsonLinesSink, ParquetSink, SqlSink
-from airflow_flinkchain.runtime.exchange import merged_input, open_channel
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
-from airflow_flinkchain.runtime.local import execute_pipeline, render_overrides, template_context
-from airflow_flinkchain.runtime.spark_job import ChainRunError, run_chain
+from airflow_flinkchain.runtime.exchange.dataset import merged_input, open_channel
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+from airflow_flinkchain.runtime.spark.local import execute_pipeline, render_overrides, template_context
+from airflow_flinkchain.runtime.spark.job import ChainRunError, run_chain
 
 from .helpers import Probe, csv_rows, events, json_rows, multiset, parquet_rows, sql_rows, table_exists, tree
 
@@ -74,7 +74,7 @@ def outputs_of(tmp, root, run_id, job) -> dict:
         "csv": csv_rows(str(out / "csv")),
         "json": json_rows(str(out / "json")),
         "sql": sql_rows(str(tmp / "db.sqlite"), "numbers", run_id),
-        "sums": multiset(__import__("airflow_flinkchain.runtime.exchange", fromlist=["read_records"])
+        "sums": multiset(__import__("airflow_flinkchain.runtime.exchange.dataset", fromlist=["read_records"])
                          .read_records(area.collect("sums"), "collect:sums")),
     }
 

@@ -21,9 +21,9 @@ import pytest
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.functions import OutputTag
 from airflow_flinkchain.io import ParquetSink, SqlSink
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
-from airflow_flinkchain.runtime.local import execute_pipeline
-from airflow_flinkchain.runtime.spark_job import ChainRunError, run_chain
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+from airflow_flinkchain.runtime.spark.local import execute_pipeline
+from airflow_flinkchain.runtime.spark.job import ChainRunError, run_chain
 from airflow_flinkchain.store import RunStore
 
 from .helpers import multiset, table_exists, tree
@@ -193,7 +193,7 @@ def test_corrupt_exchange_file_fails_downstream_clearly(spark, tmp_path, corrupt
     # clearing the upstream task rewrites the dataset; the downstream then gets every record
     run_chain(spark, job, up.id, "r1", root)
     run_chain(spark, job, down.id, "r1", root)
-    from airflow_flinkchain.runtime.exchange import read_records
+    from airflow_flinkchain.runtime.exchange.dataset import read_records
 
     assert sorted(read_records(area.collect("out"), "collect:out")) == [x * 10 for x in range(40)]
 

@@ -14,10 +14,10 @@ import pytest
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.functions import MapFunction
 from airflow_flinkchain.io import ParquetSink, SqlSink
-from airflow_flinkchain.runtime.exchange import read_records
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
-from airflow_flinkchain.runtime.local import execute_pipeline, render_overrides, template_context
-from airflow_flinkchain.runtime.spark_job import ChainRunError, run_chain
+from airflow_flinkchain.runtime.exchange.dataset import read_records
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+from airflow_flinkchain.runtime.spark.local import execute_pipeline, render_overrides, template_context
+from airflow_flinkchain.runtime.spark.job import ChainRunError, run_chain
 
 from .helpers import multiset, parquet_rows, sql_rows, table_exists, tree
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_flinkchain import OutputTag, StreamPipeline
-from airflow_flinkchain.functions import ProcessFunction
+from airflow_flinkchain import OutputTag, PlanningError, StreamPipeline
+from airflow_flinkchain.functions import DEAD_LETTER_TAG, ProcessFunction
 from airflow_flinkchain.graph.model import (
     ChainingStrategy,
     OperatorKind,
@@ -299,13 +299,26 @@ def test_split_select_edges_carry_selected_names():
     assert edges(plan) == [("m", "both", "REBALANCE", None, ("small", "big"))]
 
 
-def test_split_and_side_output_on_same_operator_as_in_the_issue():
+@pytest.mark.parametrize("side_first", [True, False])
+def test_split_and_side_output_on_same_operator_are_refused_as_in_flink(side_first):
     pipe = StreamPipeline("t")
     f = pipe.from_collection([1]).process(Flag()).name("flag")
-    f.get_side_output(late).collect("late")
-    f.split(lambda x: ["a"]).select("a").collect("a")
+    steps = [lambda: f.get_side_output(late).collect("late"), lambda: f.split(lambda x: ["a"]).select("a").collect("a")]
+    for step in steps if side_first else steps[::-1]:
+        step()
+    with pytest.raises(PlanningError, match="operator 'flag' is split .* side output 'late' .* Add a map"):
+        pipe.plan()
+
+
+def test_split_operator_keeps_its_dead_letter_output():
+    pipe = StreamPipeline("t", on_error="dead_letter")
+    m = pipe.from_collection([1]).map(inc).name("m")
+    m.split(lambda x: ["a"]).select("a").collect("a")
+    m.dead_letters().collect("dlq")
     g = pipe.stream_graph()
-    assert [(e.output_tag, e.selected_names) for e in g.out_edges(1)] == [("late", ()), (None, ("a",))]
+    m_id = next(n.id for n in g.nodes if n.name == "m")
+    assert sorted((e.output_tag or "", e.selected_names) for e in g.out_edges(m_id)) == [
+        ("", ("a",)), (DEAD_LETTER_TAG.tag_id, ())]
 
 
 def test_diamond_with_key_by_reconverging():

@@ -1,13 +1,13 @@
-"""Chains and cross-chain edges match what Flink 2.x produced (shared cases),
+"""Chains and cross-chain edges match what Flink 2.x produced (vendored cases),
 plus our own cases written in the same step language."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance_cases import CASES_PATH, build_case, chain_operator_names, cross_chain_edges, load_cases
+from conformance_cases import build_case, chain_operator_names, cross_chain_edges, load_cases
 
-SHARED = load_cases()
+FLINK_CASES = load_cases()
 
 # Our own cases, expectations derived from Flink's StreamGraphGenerator /
 # StreamingJobGraphGenerator rules (same format as cases.json).
@@ -100,8 +100,7 @@ def _check(case: dict) -> None:
     assert cross_chain_edges(plan) == case["flink_edges"]
 
 
-@pytest.mark.skipif(SHARED is None, reason=f"shared Flink conformance cases not found at {CASES_PATH}")
-@pytest.mark.parametrize("case", SHARED or [], ids=lambda c: c["name"])
+@pytest.mark.parametrize("case", FLINK_CASES, ids=lambda c: c["name"])
 def test_flink_conformance_case(case):
     _check(case)
 

@@ -92,6 +92,22 @@ def test_invalid_on_error(where):
         pipe().from_collection([1]).map(inc).on_error("retry")
 
 
+def test_on_error_takes_the_enum_or_its_string_and_falls_back_operator_pipeline_fail():
+    from airflow_flinkchain import ErrorPolicy
+
+    p = StreamPipeline("t", on_error="skip")
+    src = p.from_collection([1])
+    src.map(inc, on_error=ErrorPolicy.DEAD_LETTER).name("enum").collect("a")
+    src.map(inc, on_error="fail").name("string").collect("b")
+    src.map(inc).name("default").collect("c")
+    nodes = {n.name: n for n in p.stream_graph().nodes}
+    assert nodes["enum"].on_error is ErrorPolicy.DEAD_LETTER and nodes["string"].on_error is ErrorPolicy.FAIL
+    assert nodes["default"].on_error is None and p.stream_graph().on_error is ErrorPolicy.SKIP
+    assert ErrorPolicy.effective(None, "skip") is ErrorPolicy.SKIP
+    assert ErrorPolicy.effective("dead_letter", "skip") is ErrorPolicy.DEAD_LETTER
+    assert ErrorPolicy.effective(None, None) is ErrorPolicy.FAIL
+
+
 def test_unknown_side_output_tag_of_declaring_function():
     f = pipe().from_collection([1]).process(Flag()).name("flag")
     with pytest.raises(PlanningError, match="'flag' never emits side output 'early'.*declares only \\['late'\\]"):
@@ -227,3 +243,47 @@ def test_parallel_source_follows_pipeline_parallelism():
     p.from_source(Files()).collect("o")
     plan = p.plan()
     assert [c.parallelism for c in plan.chains] == [4] and plan.chains[0].name == "Source: Files -> o"
+
+
+def test_function_class_instead_of_instance_is_refused_at_declaration():
+    from airflow_flinkchain import functions as f
+    from airflow_flinkchain.io.sinks import CollectSink
+
+    class Double(f.MapFunction):
+        def map(self, value):
+            return value * 2
+
+    class ByParity:  # a plain class with the method, no Function base
+        def get_key(self, value):
+            return value % 2
+
+    s = pipe().from_collection([1]).name("src")
+    calls = {
+        "map": lambda: s.map(Double), "flat_map": lambda: s.flat_map(f.FlatMapFunction),
+        "filter": lambda: s.filter(f.FilterFunction), "process": lambda: s.process(f.ProcessFunction),
+        "key_by": lambda: s.key_by(ByParity), "reduce": lambda: s.key_by(inc).reduce(f.ReduceFunction),
+        "split": lambda: s.split(f.OutputSelector),
+        "partition_custom": lambda: s.partition_custom(f.Partitioner, inc),
+    }
+    for what, call in calls.items():
+        with pytest.raises(PlanningError, match=rf"{what}\(\) got the function class \w+, not an instance of it: "
+                                                rf"pass \w+\(\)"):
+            call()
+    with pytest.raises(PlanningError, match=r"sink_to\(\) got the sink class CollectSink.*pass CollectSink\(...\)"):
+        s.sink_to(CollectSink)
+    s.map(str).filter(bool).collect("o")  # plain types are ordinary callables
+
+
+def test_reduce_on_a_stream_that_is_not_keyed_says_to_key_by_first():
+    s = pipe().from_collection([1]).name("src")
+    with pytest.raises(AttributeError, match=r"DataStream has no reduce\(\).*operator 'src' is not keyed.*"
+                                             r"key_by\(key_selector\) first"):
+        s.reduce(lambda a, b: a)
+    after_keyed_map = s.key_by(inc).map(inc).name("m")  # a keyed operator's output is not keyed (as in Flink)
+    with pytest.raises(AttributeError, match="operator 'm' is not keyed"):
+        after_keyed_map.reduce(lambda a, b: a)
+    with pytest.raises(AttributeError, match=r"stream of rebalance partitioning is not keyed"):
+        s.rebalance().reduce(lambda a, b: a)
+    assert not hasattr(s, "reduce")
+    with pytest.raises(AttributeError, match="'DataStream' object has no attribute 'no_such'"):
+        s.no_such  # noqa: B018

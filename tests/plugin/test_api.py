@@ -74,6 +74,26 @@ def test_run_answers_per_operator_metrics_and_its_plan(client, tokens):
     assert answer["plan"]["pipeline"] == "orders"
 
 
+def test_run_api_gives_the_watermark_per_operator_and_chain(client, tokens):
+    """The watermark gauge reaches the Chains tab: per operator the lowest subtask watermark,
+    per chain the lowest of its operators', null where there is none; the page embeds the gauge."""
+    import html
+    import json
+    import re
+
+    from airflow_flinkchain.metrics_schema import GAUGE_NAMES
+
+    chains = client.get(f"/api/pipelines/{DAG}/runs/run_1", headers=auth(tokens["viewer"])).json()["run"]["chains"]
+    by_id = {c["chain_id"]: c for c in chains}
+    assert by_id["by_customer"]["watermark"] == 1200
+    assert [o["watermark"] for o in by_id["by_customer"]["operators"]] == [1200, 1200]
+    assert by_id["read_orders"]["watermark"] is None
+    page = client.get(f"/ui/dag/{DAG}", headers=auth(tokens["viewer"]))
+    embedded = json.loads(html.unescape(re.search(r'data-gauges="([^"]*)"', page.text).group(1)))
+    assert [g["name"] for g in embedded] == list(GAUGE_NAMES) == ["watermark"]
+    assert "gaugeStat" in client.get("/static/chains.js").text
+
+
 def test_the_session_cookie_works_like_the_header(client, tokens):
     """The Airflow UI shows the tab in a same-origin iframe: the browser sends the `_token` cookie."""
     client.cookies.set("_token", tokens["viewer"])
@@ -103,6 +123,22 @@ def test_chains_page_loads_its_assets_from_the_package(client, tokens):
     for asset, kind in (("chains.js", "javascript"), ("chains.css", "text/css")):
         answer = client.get(f"/static/{asset}")  # ../../static/ seen from /ui/dag/<dag_id>
         assert answer.status_code == 200 and kind in answer.headers["content-type"]
+
+
+def test_chains_page_embeds_every_operator_counter(client, tokens):
+    """The Chains tab draws the counters of metrics_schema, not a list of its own."""
+    import html
+    import json
+    import re
+
+    from airflow_flinkchain.metrics_schema import COUNTER_NAMES
+
+    page = client.get(f"/ui/dag/{DAG}", headers=auth(tokens["viewer"]))
+    embedded = json.loads(html.unescape(re.search(r'data-counters="([^"]*)"', page.text).group(1)))
+    assert [c["name"] for c in embedded] == list(COUNTER_NAMES)
+    assert {c["name"] for c in embedded if c["dropped"]} == {"filtered", "skipped", "dead_lettered"}
+    script = client.get("/static/chains.js").text
+    assert "m.skipped" not in script and "m.filtered" not in script  # drawn from the embedded list
 
 
 def test_dag_ids_are_escaped_in_pages(client, tokens):

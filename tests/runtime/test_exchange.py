@@ -8,16 +8,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
-from airflow_flinkchain.runtime.exchange import (
+from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
+from airflow_flinkchain.runtime.exchange.dataset import (
     DatasetWriter,
     ExchangeError,
     merged_input,
     open_channel,
     read_records,
 )
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea, Location, replace, safe_segment
-from airflow_flinkchain.runtime.exchange_types import RecordTypeError, parse_output_type
+from airflow_flinkchain.path_names import path_segment as safe_segment
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location, replace
+from airflow_flinkchain.runtime.exchange.schema import RecordTypeError, parse_output_type
 
 
 def _write_edge(area, attempt_id, edge, per_subtask, channels=2, output_type=None):
@@ -109,3 +110,24 @@ def test_collect_dataset_and_location_uri(tmp_path):
         w.write(0, {"i": i})
     w.close()
     assert read_records(loc, "collect:out") == [{"i": 0}, {"i": 1}, {"i": 2}]
+
+
+@pytest.mark.parametrize("pipeline_name, run_id", [
+    ("p", "."), ("p", ".."), ("p", "a/../.."), ("p", "/tmp/abs"), ("..", "r1"), ("a/b", "r1"),
+])
+def test_names_that_are_paths_are_refused_before_anything_runs(tmp_path, pipeline_name, run_id):
+    """execute() refuses them before Spark starts, with an error naming what is wrong; nothing is written."""
+    from airflow_flinkchain import StreamPipeline
+    from airflow_flinkchain.path_names import UnsafeNameError
+    from airflow_flinkchain.runtime.spark.local import execute_pipeline
+
+    (tmp_path / "ex" / "p" / "earlier_run").mkdir(parents=True)
+    (tmp_path / "ex" / "p" / "earlier_run" / "data").write_text("kept")
+    before = sorted(tmp_path.rglob("*"))
+    p = StreamPipeline(pipeline_name)
+    p.from_collection([1, 2]).map(lambda x: x).collect("out")
+    with pytest.raises(UnsafeNameError, match="run id|DAG id"):
+        execute_pipeline(p, spark=None, exchange_root=str(tmp_path / "ex"), run_id=run_id)
+    assert sorted(tmp_path.rglob("*")) == before
+    with pytest.raises(UnsafeNameError):
+        ExchangeArea(str(tmp_path / "ex"), pipeline_name, run_id)

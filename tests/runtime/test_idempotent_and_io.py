@@ -9,15 +9,16 @@ import subprocess
 import sys
 
 import pytest
+from conformance_cases import build_case, load_cases
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io import CsvSink, FileSource, JsonLinesSink, ParquetSink, ParquetSource, SqlSink, SqlSource
-from airflow_flinkchain.runtime.elements import Watermark
-from airflow_flinkchain.runtime.exchange import merged_input, open_channel
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
-from airflow_flinkchain.runtime.local import execute_pipeline, render_overrides, template_context
-from airflow_flinkchain.runtime.serialize import dump_plan
-from airflow_flinkchain.runtime.spark_job import run_chain
+from airflow_flinkchain.runtime.core.elements import Watermark
+from airflow_flinkchain.runtime.exchange.dataset import merged_input, open_channel
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+from airflow_flinkchain.runtime.spark.local import execute_pipeline, render_overrides, template_context
+from airflow_flinkchain.runtime.spark.plan_file import dump_plan
+from airflow_flinkchain.runtime.spark.job import run_chain
 
 pytestmark = pytest.mark.spark
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -109,7 +110,7 @@ def test_spark_submit_entry_point(tmp_path):
     bin_dir = os.path.dirname(sys.executable)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    entry = os.path.join(REPO, "airflow_flinkchain", "runtime", "spark_entry.py")
+    entry = os.path.join(REPO, "airflow_flinkchain", "runtime", "spark", "entry.py")
     root = str(tmp_path / "ex")
 
     def submit(plan):
@@ -134,19 +135,23 @@ def test_spark_submit_entry_point(tmp_path):
     assert json.loads(area.metrics(chain).read_text())["state"] == "failed"
 
 
-def _conformance_cases():
-    try:
-        from tests.conformance_cases import load_cases
-    except ImportError:
-        return []
-    return load_cases() or []
-
-
-@pytest.mark.parametrize("case", _conformance_cases(), ids=lambda c: c["name"])
+@pytest.mark.parametrize("case", load_cases(), ids=lambda c: c["name"])
 def test_flink_conformance_outputs(spark, case):
-    from tests.conformance_cases import build_case
-
     pipeline, _ = build_case(case)
     res = execute_pipeline(pipeline, spark=spark)
     for sink, expected in case["flink_outputs_batch"].items():
         assert sorted(res.output(sink)) == sorted(expected), sink
+
+
+def test_names_over_the_file_system_limit_get_short_stable_paths(spark, tmp_path):
+    """Operator names, collect() names and run ids longer than a file name may be
+    (255 bytes) run: their path segments are shortened with a hash, all under the root."""
+    p = StreamPipeline("long", parallelism=2)
+    (p.from_collection([1, 2, 3, 4]).map(lambda x: x * 10).name("m" * 300)
+     .key_by(lambda x: x % 2).reduce(lambda a, b: a + b).name("r" * 300)
+     .collect("c" * 300))
+    result = execute_pipeline(p, spark, exchange_root=str(tmp_path / "ex"), run_id="run" * 100, keep=True)
+    assert result.output("c" * 300) == [100]
+    files = [f for f in tmp_path.rglob("*")]
+    assert files and all(f.resolve().is_relative_to(tmp_path / "ex") for f in files)
+    assert max(len(part.encode()) for f in files for part in f.relative_to(tmp_path).parts) <= 255

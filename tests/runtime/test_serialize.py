@@ -9,7 +9,8 @@ import subprocess
 import sys
 import textwrap
 
-from airflow_flinkchain.runtime.serialize import by_value_modules, dump_plan
+from airflow_flinkchain.runtime.core.serialize import by_value_modules
+from airflow_flinkchain.runtime.spark.plan_file import dump_plan
 
 DAG_FILE = textwrap.dedent('''
     import math
@@ -44,7 +45,7 @@ def test_dag_module_functions_load_in_fresh_process(tmp_path):
         dump_plan(module.FUNCS, str(plan))
     finally:
         del sys.modules[name]
-    code = ("import sys; from airflow_flinkchain.runtime.serialize import load_plan; "
+    code = ("import sys; from airflow_flinkchain.runtime.spark.plan_file import load_plan; "
             "f = load_plan(sys.argv[1]); print(f['cls'](5), f['closure'](2.5), f['lambda'](4))")
     env = {**os.environ, "PYTHONPATH": ""}
     out = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True,

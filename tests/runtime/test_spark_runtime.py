@@ -5,50 +5,26 @@ watermarks across an exchange, object reuse, errors, typed edges."""
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from airflow_flinkchain import OutputTag, StreamPipeline
-from airflow_flinkchain.functions import KeyedProcessFunction, MapFunction, ProcessFunction, ValueStateDescriptor
-from airflow_flinkchain.runtime.elements import StreamRecord, Watermark
-from airflow_flinkchain.runtime.exchange_fs import ExchangeArea
-from airflow_flinkchain.runtime.local import execute_pipeline
-from airflow_flinkchain.runtime.partitioners import channel_for_key, rescale_channels
-from airflow_flinkchain.runtime.spark_job import ChainRunError
+from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
+from airflow_flinkchain.runtime.spark.local import execute_pipeline
+from airflow_flinkchain.runtime.core.partitioners import channel_for_key, rescale_channels
+from airflow_flinkchain.runtime.spark.job import ChainRunError
+
+from tests.pipeline_functions import (CountPerKey, EventTimeProbe, MainThenSide, Mutate, by_subtask,
+                                      keyed_count_pipeline, partitioner_pipeline, side_output_pipeline)
 
 pytestmark = pytest.mark.spark
 
 
-class TagSubtask(MapFunction):
-    """(subtask index, value): shows which channel a record was sent to."""
-
-    def open(self, ctx):
-        self.index = ctx.get_index_of_this_subtask()
-
-    def map(self, value):
-        return (self.index, value)
-
-
-def by_subtask(records):
-    out = {}
-    for k, v in records:
-        out.setdefault(k, []).append(v)
-    return {k: sorted(v) for k, v in out.items()}
-
-
 def test_every_partitioner_channel_choice(spark):
-    p = StreamPipeline("partitioners", parallelism=2)
-    up = p.from_collection(range(12)).name("src").map(lambda x: x).name("up").set_parallelism(2)
-    branches = {
-        "forward": up.forward(), "rebalance": up.rebalance(), "rescale": up.rescale(),
-        "shuffle": up.shuffle(), "broadcast": up.broadcast(), "global": up.global_(),
-        "hash": up.key_by(lambda x: x % 5), "custom": up.partition_custom(lambda k, n: k % n, lambda x: x // 4),
-    }
-    for name, stream in branches.items():
-        down = stream.map(TagSubtask()).name(f"down_{name}").set_parallelism(2 if name == "forward" else 3)
-        if name == "forward":
-            down = down.start_new_chain()
-        down.collect(name)
+    p, branches = partitioner_pipeline()
     res = execute_pipeline(p, spark=spark)
     up_split = {0: [x for x in range(12) if x % 2 == 0], 1: [x for x in range(12) if x % 2 == 1]}
     out = {name: by_subtask(res.output(name)) for name in branches}
@@ -69,30 +45,8 @@ def test_every_partitioner_channel_choice(spark):
     assert by_subtask(again.output("rebalance")) == out["rebalance"]
 
 
-class EvenOdd(ProcessFunction):
-    def __init__(self):
-        self.odd = OutputTag("odd")
-
-    def process_element(self, value, ctx):
-        if value % 2:
-            ctx.output(self.odd, value)
-        else:
-            yield value
-
-
 def test_side_outputs_split_select_union(spark):
-    p = StreamPipeline("side", parallelism=1)
-    src = p.from_collection(range(10)).name("src")
-    proc = src.process(EvenOdd()).name("proc")
-    proc.map(lambda x: x * 10).name("even_chained").collect("even")  # chained main output
-    odd = proc.get_side_output(OutputTag("odd"))
-    odd.map(lambda x: -x).name("odd_chained").collect("odd_chained")  # side output, chained
-    odd.rebalance().map(lambda x: x + 1000).name("odd_across").set_parallelism(2).collect("odd_across")
-    parts = src.map(lambda x: x).name("pre_split").split(lambda x: ["small"] if x < 5 else ["big", "all"])
-    parts.select("small").map(lambda x: ("s", x)).name("small").collect("small")
-    parts.select("big").rebalance().map(lambda x: ("b", x)).name("big").set_parallelism(2).collect("big")
-    u = parts.select("small").map(lambda x: x).name("u1").union(odd.map(lambda x: x).name("u2"))
-    u.rebalance().map(lambda x: x).name("after_union").set_parallelism(2).collect("union")
+    p = side_output_pipeline()
     res = execute_pipeline(p, spark=spark)
     assert sorted(res.output("even")) == [0, 20, 40, 60, 80]
     assert sorted(res.output("odd_chained")) == [-9, -7, -5, -3, -1]
@@ -104,33 +58,48 @@ def test_side_outputs_split_select_union(spark):
     assert side and side[0]["records_in"] == 10 and side[0]["side_outputs"] == {"odd": 5}
 
 
-class RunningCount(KeyedProcessFunction):
-    def open(self, ctx):
-        self.count = ctx.get_state(ValueStateDescriptor("count"))
-
-    def process_element(self, value, ctx):
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield (ctx.get_current_key(), n)
-
-
 def test_keyed_reduce_and_state_across_hash_exchange(spark):
-    p = StreamPipeline("keyed", parallelism=2)
-    src = p.from_collection([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]).name("src")
-    src.key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1])).name("sum").collect("sums")
-    src.key_by(lambda r: r[0]).process(RunningCount()).name("count").collect("counts")
+    p = keyed_count_pipeline()
     res = execute_pipeline(p, spark=spark)
     assert sorted(res.output("sums")) == [("a", 10), ("b", 7), ("c", 4)]
     assert sorted(res.output("counts")) == [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)]
 
 
-class EventTimeProbe(KeyedProcessFunction):
-    def process_element(self, value, ctx):
-        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
-        yield ("rec", value, ctx.timestamp())
+def test_keyed_map_state_and_equal_keys_of_mixed_types_across_hash_exchange(spark):
+    p = StreamPipeline("keyed_fidelity", parallelism=2)
+    src = p.from_collection([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]).name("src")
+    src.key_by(lambda r: r[0]).map(CountPerKey()).name("count").collect("counts")
+    mixed = [(k, 1) for i in range(10) for k in (i, np.int64(i), Decimal(i))]  # equal keys, three types
+    (p.from_collection(mixed).name("mixed").key_by(lambda r: r[0])
+     .reduce(lambda a, b: (a[0], a[1] + b[1])).name("sum").collect("sums"))
+    res = execute_pipeline(p, spark=spark)
+    assert sorted(res.output("counts")) == [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)]
+    assert sorted((int(k), n) for k, n in res.output("sums")) == [(i, 3) for i in range(10)]
 
-    def on_timer(self, timestamp, ctx):
-        yield ("timer", ctx.get_current_key(), timestamp)
+
+def region(order):
+    return order["region"]  # KeyError for an order without a region
+
+
+def test_failing_key_selector_follows_the_keyed_operator_policy_across_hash_exchange(spark):
+    orders = [{"region": "eu", "n": 1}, {"n": 2}, {"region": "us", "n": 3}, {"region": "eu", "n": 4}]
+    p = StreamPipeline("key_errors", parallelism=2)
+    total = (p.from_collection(orders).name("src").map(dict).name("copy").key_by(region)
+             .reduce(lambda a, b: {**a, "n": a["n"] + b["n"]}).name("total").on_error("dead_letter"))
+    total.collect("totals")
+    total.dead_letters().collect("bad")
+    res = execute_pipeline(p, spark=spark)
+    assert sorted((r["region"], r["n"]) for r in res.output("totals")) == [("eu", 5), ("us", 3)]
+    (bad,) = res.output("bad")
+    assert bad["record"] == {"n": 2} and bad["error_type"] == "KeySelectorError"
+    assert "key selector region of operator 'total' failed: KeyError" in bad["error"]
+    counts = res.operator_metrics("total")
+    assert sum(m["records_in"] for m in counts) == 4 and sum(m["dead_lettered"] for m in counts) == 1
+    strict = StreamPipeline("key_errors_fail", parallelism=2)
+    (strict.from_collection(orders).name("src").map(dict).name("copy").key_by(region)
+     .reduce(lambda a, b: a).name("total").collect("totals"))
+    with pytest.raises(ChainRunError, match=r"KeySelectorError: key selector region of operator 'total' failed"):
+        execute_pipeline(strict, spark=spark)
 
 
 def test_timestamps_and_watermarks_across_an_exchange(spark):
@@ -145,20 +114,6 @@ def test_timestamps_and_watermarks_across_an_exchange(spark):
     # timers 15 and 17 fire on watermark 16 / 30, i.e. before the end of input, in timestamp order
     timers = [o[2] for o in out if o[0] == "timer"]
     assert timers == sorted(timers)
-
-
-class Mutate(MapFunction):
-    def map(self, value):
-        value["n"] += 1
-        return value
-
-
-class MainThenSide(ProcessFunction):
-    """Emits the same object to the main output, then to side output 'again'."""
-
-    def process_element(self, value, ctx):
-        yield value
-        ctx.output(OutputTag("again"), value)
 
 
 @pytest.mark.parametrize("reuse", [False, True])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from airflow_flinkchain.graph.model import (OperatorKind, Partitioner, PartitionSpec, StreamEdge, StreamGraph,
                                             StreamNode, edge_id)
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
-from airflow_flinkchain.runtime.memory import MemoryWriters
-from airflow_flinkchain.runtime.operator_chain import run_subtask
+from airflow_flinkchain.runtime.core.memory import MemoryWriters
+from airflow_flinkchain.runtime.core.operator_chain import run_subtask
 
 K = OperatorKind
 FWD = PartitionSpec(Partitioner.FORWARD)
@@ -21,8 +21,9 @@ def edge(a, b, partitioner=FWD, **kw):
     return StreamEdge(a, b, partitioner, **kw)
 
 
-def build_job(nodes, edges, chains=None, object_reuse=False, on_error="fail", name="p"):
-    graph = StreamGraph(name, tuple(nodes), tuple(edges), object_reuse=object_reuse, on_error=on_error)
+def build_job(nodes, edges, chains=None, object_reuse=False, on_error="fail", name="p", runtime_mode="batch"):
+    graph = StreamGraph(name, tuple(nodes), tuple(edges), object_reuse=object_reuse, on_error=on_error,
+                        runtime_mode=runtime_mode)
     chains = chains or [[n.id for n in nodes]]
     chain_of = {nid: ci for ci, ids in enumerate(chains) for nid in ids}
     chain_edges = []

@@ -1,10 +1,10 @@
 from airflow_flinkchain.api import StreamPipeline
 from airflow_flinkchain.functions import OutputTag, ProcessFunction
 from airflow_flinkchain.graph.model import PartitionSpec, Partitioner
-from airflow_flinkchain.runtime.elements import MAX_WATERMARK, StreamRecord, Watermark
-from airflow_flinkchain.runtime.memory import MemoryWriters
-from airflow_flinkchain.runtime.operator_chain import OperatorChain
-from airflow_flinkchain.runtime.outputs import (BroadcastingOutputCollector, ChainingOutput, CopyingChainingOutput,
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK, StreamRecord, Watermark
+from airflow_flinkchain.runtime.core.memory import MemoryWriters
+from airflow_flinkchain.runtime.core.operator_chain import OperatorChain
+from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector, ChainingOutput, CopyingChainingOutput,
                                                 DirectedOutput, RecordWriterOutput)
 
 from .helpers import K, build_job, edge, node, run
@@ -20,7 +20,7 @@ def test_linear_chain_fused_values_and_metrics():
     assert d["filter2"]["records_in"] == 10 and d["filter2"]["filtered"] == 5 and d["filter2"]["records_out"] == 5
     assert d["flat_map3"]["records_out"] == 10 and d["out"]["records_in"] == 10
     assert set(d["map1"]) == {"node_id", "key", "name", "subtask", "records_in", "records_out", "side_outputs",
-                              "dead_lettered", "skipped", "filtered", "time_ms"}
+                              "dead_lettered", "skipped", "filtered", "time_ms", "watermark"}
 
 
 def test_plain_values_and_timestamps_reach_the_sink():
@@ -137,7 +137,7 @@ def test_api_pipeline_runs_through_run_subtask():
     m.get_side_output(late).collect("odd")
     job = p.plan()
     w = MemoryWriters()
-    from airflow_flinkchain.runtime.operator_chain import run_subtask
+    from airflow_flinkchain.runtime.core.operator_chain import run_subtask
     run_subtask(job, job.chains[0].id, 0, "r", range(6), w.record_writer_factory, w.sink_writer_factory)
     assert w.sink_values("out") == [10, 20, 40, 50]
     assert w.sink_values("odd") == [1, 5]
@@ -182,7 +182,7 @@ def test_process_is_fused_with_its_neighbours_keeping_side_outputs_errors_and_co
 
 
 def test_fused_process_failure_names_operator_and_record():
-    from airflow_flinkchain.runtime.errors import ChainExecutionError
+    from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 
     try:
         run(_process_job("fail"), range(3000))

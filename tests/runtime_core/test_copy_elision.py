@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from airflow_flinkchain.runtime import copying
-from airflow_flinkchain.runtime.copying import IMMUTABLE_TYPES, copy_record
+from airflow_flinkchain.runtime.core import copying
+from airflow_flinkchain.runtime.core.copying import IMMUTABLE_TYPES, copy_record
 
 from .helpers import K, build_job, edge, node, run
 
@@ -23,7 +23,7 @@ def accelerator(request, monkeypatch):
         monkeypatch.setattr(copying, "flat_immutable", None)
         monkeypatch.setattr(copying, "flat_refcount", None)
     elif copying.flat_immutable is None:
-        pytest.skip("the C accelerator runtime/_flatcheck is not built (no compiler at install time)")
+        pytest.skip("the C accelerator runtime/core/_flatcheck is not built (no compiler at install time)")
     return request.param
 
 
@@ -38,7 +38,7 @@ class _Key:
 
 def test_c_flat_check_answers_as_the_python_loops():
     if copying.flat_immutable is None:
-        pytest.skip("the C accelerator runtime/_flatcheck is not built (no compiler at install time)")
+        pytest.skip("the C accelerator runtime/core/_flatcheck is not built (no compiler at install time)")
     values = [{}, {"x": 1}, {"x": 1, "s": "a", "f": 1.5, "b": True, "n": None, "by": b"x", "c": 1j},
               {"d": decimal.Decimal(1), "t": datetime.datetime(2024, 1, 1), "dt": datetime.date(2024, 1, 1)},
               {"x": []}, {"x": (1, 2)}, {"x": bytearray(b"a")}, {(1,): 1}, {_Key(): 1}, {"x": {}},

@@ -1,14 +1,15 @@
 from airflow_flinkchain.functions import KeyedProcessFunction, ReduceFunction, ValueStateDescriptor
-from airflow_flinkchain.runtime.elements import MAX_WATERMARK_TS, StreamRecord, Watermark
-from airflow_flinkchain.runtime.state import KeyedStateBackend
-from airflow_flinkchain.runtime.valve import WatermarkValve
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, StreamRecord, Watermark
+from airflow_flinkchain.runtime.state.backend import HeapKeyedStateBackend
+from airflow_flinkchain.runtime.core.timers import InternalTimerService
+from airflow_flinkchain.runtime.core.valve import WatermarkValve
 
 from .helpers import K, build_job, edge, node, run
 
 
-def keyed_job(kind, fn):
+def keyed_job(kind, fn, runtime_mode="batch"):
     return build_job([node(0, K.SOURCE), node(1, kind, fn, key_selector=lambda v: v[0]), node(2, K.SINK, name="o")],
-                     [edge(0, 1), edge(1, 2)])
+                     [edge(0, 1), edge(1, 2)], runtime_mode=runtime_mode)
 
 
 def test_keyed_reduce_emits_one_record_per_key_at_end_of_input():
@@ -39,7 +40,7 @@ class CountWithTimer(KeyedProcessFunction):
 def test_keyed_state_and_event_time_timers():
     inputs = [StreamRecord(("a", 1), 1), StreamRecord(("b", 1), 2), StreamRecord(("a", 2), 3), Watermark(12),
               StreamRecord(("b", 3), 20)]
-    w, _ = run(keyed_job(K.KEYED_PROCESS, CountWithTimer()), inputs)
+    w, _ = run(keyed_job(K.KEYED_PROCESS, CountWithTimer(), "streaming"), inputs)
     assert w.sink_values("o") == [
         ("a", "seen", 1), ("b", "seen", 1), ("a", "seen", 2),
         ("a", "timer", 11, 11),  # watermark 12 passes the timers at 11 and 12
@@ -50,18 +51,32 @@ def test_keyed_state_and_event_time_timers():
     assert w.sink[("o", 0)].records[3].timestamp == 11  # timer outputs carry the timer's timestamp
 
 
+class _Fired:
+    def __init__(self):
+        self.timers = []
+
+    def on_event_time(self, timer):
+        self.timers.append((timer.timestamp, timer.key))
+
+
 def test_state_backend_snapshot_and_restore():
-    b = KeyedStateBackend()
+    b = HeapKeyedStateBackend()
+    timers = InternalTimerService(b, _Fired())
     state = b.get_state(ValueStateDescriptor("s"))
-    b.current_key = "k"
+    b.set_current_key("k")
     state.update(41)
-    b.register_event_time_timer(5)
-    snap = b.snapshot()
-    restored = KeyedStateBackend()
+    timers.register_event_time_timer(None, 5)
+    snap, timer_snap = b.snapshot(), timers.snapshot()
+    restored = HeapKeyedStateBackend()
+    fired = _Fired()
+    restored_timers = InternalTimerService(restored, fired)
     restored.restore(snap)
-    restored.current_key = "k"
+    restored_timers.restore(timer_snap)
+    restored.set_current_key("k")
     assert restored.get_state(ValueStateDescriptor("s")).value() == 41
-    assert restored.pop_due_timer(5) == (5, "k") and restored.pop_due_timer(MAX_WATERMARK_TS) is None
+    restored_timers.advance_watermark(5)
+    restored_timers.advance_watermark(MAX_WATERMARK_TS)
+    assert fired.timers == [(5, "k")]
 
 
 def test_watermark_valve_is_min_over_channels():

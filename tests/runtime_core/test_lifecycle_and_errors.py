@@ -3,9 +3,9 @@ import logging
 import pytest
 
 from airflow_flinkchain.functions import DEAD_LETTER_TAG, FilterFunction, MapFunction
-from airflow_flinkchain.runtime.errors import ChainExecutionError
-from airflow_flinkchain.runtime.operators.base import StreamOperator
-from airflow_flinkchain.runtime.operators.simple import SinkOperator
+from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+from airflow_flinkchain.runtime.core.operators.base import StreamOperator
+from airflow_flinkchain.runtime.core.operators.simple import SinkOperator
 
 from .helpers import K, build_job, edge, node, run
 

@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from airflow_flinkchain.graph.model import PartitionSpec, Partitioner
-from airflow_flinkchain.runtime.errors import PartitionerError
-from airflow_flinkchain.runtime.partitioners import (channel_for_key, make_channel_selector, murmur_hash,
+from airflow_flinkchain.runtime.core.errors import KeySelectorError, PartitionerError
+from airflow_flinkchain.runtime.core.partitioners import (channel_for_key, make_channel_selector, murmur_hash,
                                                      rescale_channels, stable_hash)
 
 P = Partitioner
@@ -33,10 +33,24 @@ def test_rebalance_round_robin_from_subtask_index():
 
 
 def test_rescale_pointwise_groups():
+    """Flink's connectPointwise ranges (EdgeManagerBuildUtil)."""
     assert [list(rescale_channels(i, 2, 4)) for i in range(2)] == [[0, 1], [2, 3]]
     assert [list(rescale_channels(i, 4, 2)) for i in range(4)] == [[0], [0], [1], [1]]
     assert [list(rescale_channels(i, 3, 3)) for i in range(3)] == [[0], [1], [2]]
-    assert [list(rescale_channels(i, 2, 3)) for i in range(2)] == [[0], [1, 2]]
+    assert [list(rescale_channels(i, 2, 3)) for i in range(2)] == [[0, 1], [2]]
+    assert [list(rescale_channels(i, 3, 2)) for i in range(3)] == [[0], [1], [1]]
+    assert [list(rescale_channels(i, 3, 5)) for i in range(3)] == [[0, 1], [2, 3], [4]]
+    assert [list(rescale_channels(i, 5, 3)) for i in range(5)] == [[0], [1], [1], [2], [2]]
+    assert list(rescale_channels(0, 1, 3)) == [0, 1, 2]
+    assert [list(rescale_channels(i, 3, 1)) for i in range(3)] == [[0], [0], [0]]
+    # every channel is fed by exactly the upstream subtasks Flink connects to it
+    for up in range(1, 8):
+        for n in range(1, 8):
+            fed = sorted(ch for i in range(up) for ch in rescale_channels(i, up, n))
+            assert set(fed) == set(range(n)) and (up < n or len(fed) == up)
+    sel = selector(P.RESCALE, subtask=0, up=2, n=3)
+    assert [sel(None) for _ in range(4)] == [0, 1, 0, 1]  # round robin inside its range, first channel first
+    assert selector(P.RESCALE, subtask=1, up=2, n=3) == 2
     sel = selector(P.RESCALE, subtask=1, up=2, n=4)
     assert [sel(None) for _ in range(4)] == [2, 3, 2, 3]
     assert selector(P.RESCALE, subtask=3, up=4, n=2) == 1
@@ -64,7 +78,7 @@ def test_hash_is_flink_key_group_assignment():
 def test_hash_of_strings_is_the_same_in_another_process():
     keys = ["alpha", "beta", "gamma", "δ", ("t", 1)]
     mine = [channel_for_key(k, 128, 7) for k in keys]
-    code = ("from airflow_flinkchain.runtime.partitioners import channel_for_key;"
+    code = ("from airflow_flinkchain.runtime.core.partitioners import channel_for_key;"
             f"print([channel_for_key(k, 128, 7) for k in {keys!r}])")
     for seed in ("1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -86,3 +100,13 @@ def test_custom_partitioner_and_range_check():
     bad = selector(P.CUSTOM, custom_partitioner=lambda key, n: n)
     with pytest.raises(PartitionerError, match=r"leaving operator 'op' returned 4.*\[0, 4\)"):
         bad(1)
+
+
+def test_failing_custom_key_selector_is_named():
+    def bad_key(value):
+        raise ValueError("no key")
+
+    sel = selector(P.CUSTOM, key_selector=bad_key, custom_partitioner=lambda key, n: 0)
+    with pytest.raises(KeySelectorError, match=r"key selector .*bad_key of partition_custom\(\) on the edge "
+                                               r"'a__b' leaving operator 'op' failed: ValueError: no key"):
+        sel(1)

@@ -50,10 +50,14 @@ PLAN = {
 }
 
 
-def _op(node_id, key, subtask, rin, rout, time_ms, side=None, dead=0, skipped=0, filtered=0):
+def _op(node_id, key, subtask, rin, rout, time_ms, side=None, dead=0, skipped=0, filtered=0, watermark=None):
     return {"node_id": node_id, "key": key, "name": key, "subtask": subtask, "records_in": rin,
             "records_out": rout, "side_outputs": side or {}, "dead_lettered": dead, "skipped": skipped,
-            "filtered": filtered, "time_ms": time_ms}
+            "filtered": filtered, "time_ms": time_ms, "watermark": watermark}
+
+
+#: The by_customer chain's watermark per subtask (the third saw none): the chain's is 1200.
+BY_CUSTOMER_WATERMARKS = (1500, 1200, None)
 
 
 def metrics(dag_id="orders_dag", run_id="run_1", chain="read_orders", attempt=1, state="success", scale=1):
@@ -71,8 +75,8 @@ def metrics(dag_id="orders_dag", run_id="run_1", chain="read_orders", attempt=1,
         outputs = [{"edge": "valid__by_customer", "path": f"/x/{run_id}/valid__by_customer", "records": 800 * scale},
                    {"edge": "parse__write_rejects", "path": f"/x/{run_id}/parse__write_rejects", "records": 30 * scale}]
     elif chain == "by_customer":
-        ops = [_op(4, "by_customer", s, 800 * scale // 3, 10, 90) for s in range(3)]
-        ops += [_op(5, "write_totals", s, 10, 0, 20) for s in range(3)]
+        ops = [_op(4, "by_customer", s, 800 * scale // 3, 10, 90, watermark=BY_CUSTOMER_WATERMARKS[s]) for s in range(3)]
+        ops += [_op(5, "write_totals", s, 10, 0, 20, watermark=BY_CUSTOMER_WATERMARKS[s]) for s in range(3)]
         outputs = [{"sink": "write_totals", "path": "/out/totals", "records": 30}]
     else:
         ops = [_op(6, "write_rejects", 0, 30 * scale, 0, 5)]

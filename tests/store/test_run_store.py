@@ -123,3 +123,14 @@ def test_unknown_pipeline_and_run(store):
     assert store.get_run_metrics("nope", "r") is None
     assert store.list_runs("nope") == []
     assert store.list_pipelines() == []
+
+
+def test_an_operators_watermark_is_its_lowest_subtask_watermark(store):
+    """The watermark gauge: the lowest over the subtasks that have one (an operator is as far in
+    event time as its slowest subtask); NULL, not 0, where no subtask has one."""
+    _full_run(store)
+    head, by_customer, rejects = store.get_run_metrics(DAG, "run_1")["chains"]
+    assert [o["watermark"] for o in by_customer["operators"]] == [1200, 1200]
+    assert by_customer["watermark"] == 1200
+    assert [o["watermark"] for o in head["operators"]] == [None, None, None]
+    assert head["watermark"] is None and rejects["watermark"] is None

@@ -73,3 +73,24 @@ def test_importing_the_store_imports_neither_airflow_nor_spark():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('airflow', 'pyspark')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_v1_store_gets_the_watermark_column(store_url):
+    """Version 2 adds the gauge columns (the watermark) to a store created before them, and
+    metrics recorded then carry the watermark."""
+    from tests.store.sample import metrics, plan
+
+    engine = RunStore(store_url).engine
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE flinkchain_operator_metrics DROP COLUMN watermark"))
+        conn.execute(text("UPDATE flinkchain_schema_version SET version = 1"))
+    dispose_engines()
+    store = RunStore(store_url)
+    columns = {c["name"] for c in inspect(store.engine).get_columns("flinkchain_operator_metrics")}
+    assert "watermark" in columns
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 2
+    store.start_run("orders_dag", "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
+    store.record_attempt(metrics(chain="by_customer"), try_number=1)
+    chains = store.get_run_metrics("orders_dag", "run_1")["chains"]
+    assert [c["watermark"] for c in chains if c["chain_id"] == "by_customer"] == [1200]

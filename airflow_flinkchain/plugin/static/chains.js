@@ -6,6 +6,11 @@
 
   const app = document.getElementById("chains-app");
   const api = app.dataset.api;
+  // The operator counters (airflow_flinkchain.metrics_schema), embedded by the page.
+  const counters = Object.fromEntries(JSON.parse(app.dataset.counters).map((c) => [c.name, c]));
+  const droppedCounters = Object.values(counters).filter((c) => c.dropped);
+  // The operator gauges (the event-time watermark): shown when measured (not null).
+  const gauges = JSON.parse(app.dataset.gauges || "[]");
   const graph = document.getElementById("graph");
   const picker = document.getElementById("run-select");
   const numberFormat = new Intl.NumberFormat("en");
@@ -96,7 +101,7 @@
     const row = el("li", { class: `operator${slowest ? " slowest" : ""}${lossiest ? " lossiest" : ""}`,
                            "data-key": op.key, "data-name": op.name }, [
       el("div", { class: "op-title" }, [
-        el("span", { class: "kind", text: op.kind }),
+        el("span", { class: "kind", title: op.kind, text: op.kind }),
         el("span", { class: "op-name", title: op.uid ? `uid ${op.uid}` : op.key, text: op.name }),
         slowest && el("span", { class: "flag slow", text: "slowest" }),
         lossiest && el("span", { class: "flag lossy", text: "lossiest" }),
@@ -115,13 +120,12 @@
     }
     // Sources take nothing in and sinks pass nothing on: show what they do have.
     const stats = el("div", { class: "op-stats" }, [
-      op.kind !== "source" && stat("in", m.records_in, "records in"),
-      op.kind !== "sink" && stat("out", m.records_out, "records out (main output)"),
+      op.kind !== "source" && counterStat(counters.records_in, m),
+      op.kind !== "sink" && counterStat(counters.records_out, m),
     ]);
     for (const [tag, count] of Object.entries(m.side_outputs || {})) stats.append(stat(tag, count, `side output ${tag}`, "stat-side"));
-    if (m.dead_lettered) stats.append(stat("dead-letter", m.dead_lettered, "records sent to the dead-letter output", "stat-dead"));
-    if (m.filtered) stats.append(stat("filtered", m.filtered, "records filtered out", "stat-dropped"));
-    if (m.skipped) stats.append(stat("skipped", m.skipped, "bad records skipped", "stat-dropped"));
+    for (const c of droppedCounters) if (m[c.name]) stats.append(counterStat(c, m, "stat-dropped"));
+    for (const g of gauges) if (m[g.name] != null) stats.append(gaugeStat(g, m[g.name]));
     row.append(stats);
     const share = Math.round((m.time_share || 0) * 1000) / 10;
     row.append(el("div", { class: "timebar", title: `${share}% of the chain's operator time` }, [
@@ -129,6 +133,20 @@
       el("span", { text: `${share}% · ${ms(m.time_ms)} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
     ]));
     return row;
+  }
+
+  function counterStat(counter, m, cls) {
+    return stat(counter.label, m[counter.name], counter.description, cls);
+  }
+
+  // A gauge is an event time in ms (the watermark): shown as a UTC time when it is an epoch one.
+  function gaugeText(value) {
+    return Math.abs(value) >= 1e11 ? new Date(value).toISOString().replace("T", " ").replace("Z", " UTC") : n(value);
+  }
+
+  function gaugeStat(gauge, value) {
+    return el("span", { class: `stat-gauge stat-${gauge.name}`, title: `${gauge.description} (${n(value)} ms)` },
+              [`${gauge.label} `, el("span", { class: "n", text: gaugeText(value) })]);
   }
 
   function stat(label, value, title, cls) {
@@ -139,8 +157,10 @@
     if (!m) return el("footer", { text: "not run in this run" });
     const parts = [`attempt ${m.attempt}${m.attempts > 1 ? ` (${m.attempts} attempts)` : ""}`];
     if (m.duration_ms != null) parts.push(ms(m.duration_ms));
+    for (const g of gauges) if (m[g.name] != null) parts.push(`${g.label} ${gaugeText(m[g.name])}`);
     if (m.spark_app_id) parts.push(m.spark_app_id);
-    return el("footer", {}, [parts.join(" · "), m.error && el("div", { class: "error", text: m.error })]);
+    const line = parts.flatMap((part, i) => [i ? " · " : null, el("span", { class: "part", text: part })]);
+    return el("footer", {}, [...line, m.error && el("div", { class: "error", text: m.error })]);
   }
 
   // ---- exchange edges between chains (drawn after the boxes are laid out) ----------
@@ -190,6 +210,7 @@
                               title: `${edge.source_operator} → ${edge.target_operator} (${edge.id})` }, [
       el("span", { class: "partitioner", text: edge.partitioner }),
     ]);
+    if (edge.input) label.append(el("div", { class: "tag", text: `input ${edge.input}` }));
     if (edge.output_tag) label.append(el("div", { class: "tag", text: `side output “${edge.output_tag}”` }));
     if ((edge.selected_names || []).length) label.append(el("div", { class: "tag", text: `select ${edge.selected_names.join(", ")}` }));
     if (count != null) label.append(el("div", { class: "records", text: `${n(count)} records` }));

@@ -1,4 +1,4 @@
-"""The issue's orders example as a DAG file (used by the CLI tests and README)."""
+"""The issue's orders example as a DAG file (used by the CLI tests and docs/writing-pipelines.md)."""
 
 from airflow.sdk import DAG
 
@@ -49,8 +49,9 @@ def build_pipeline():
     ok = orders.map(parse).name("parse").filter(valid).name("valid").process(FlagLate()).name("flag_late")
     ok.get_side_output(late).map(to_alert).name("alert").collect("alerts")
     ok.key_by(lambda o: o["customer"]).reduce(add).name("sum").collect("totals")
-    sizes = ok.split(lambda o: ["big"] if o["amount"] > 100 else ["small"], names=["big", "small"])
-    sizes.select("big").map(audit).name("audit").collect("big_orders")
+    audited = ok.map(audit).name("audit")             # split() and side outputs: not on one operator
+    sizes = audited.split(lambda o: ["big"] if o["amount"] > 100 else ["small"], names=["big", "small"])
+    sizes.select("big").collect("big_orders")
     return p
 
 

@@ -1,0 +1,108 @@
+"""The one interface between connector descriptors (`io/`) and the runtime.
+
+A descriptor says *what* to read or write (plain data, importable at DAG parse
+time). Its runtime counterpart, registered here by descriptor type, does the
+reading and writing, split as Flink splits a connector:
+
+* `SourceReader` (Flink's Source + SourceReader): created on the driver for one
+  chain attempt, shipped to the subtasks; `input_dataframe()` may give Spark the
+  partitions to read (one per subtask), `read()` yields subtask k's records.
+* `SinkConnector` (Flink's Sink: writer + committer): created on the driver for
+  one chain attempt; `create_writer()` gives each subtask its `SinkWriter`
+  (`runtime.core.interfaces`), `commit()` makes what the subtasks staged visible
+  once all of them succeeded, `discard()` drops it when the attempt failed.
+
+A new connector (incremental file source, Kafka, ...) is a descriptor class in
+`io/` and a factory registered with `register_source` / `register_sink`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+from airflow_flinkchain.runtime.core.interfaces import SinkWriter
+from airflow_flinkchain.runtime.exchange.layout import Attempt, ExchangeArea
+
+
+@dataclass
+class ConnectorContext:
+    """What the driver knows about one source or sink operator of one chain attempt."""
+
+    name: str  # operator name
+    key: str  # operator key
+    label: str  # "source 'name'" / "sink 'name'", for errors
+    path: Optional[str]  # the descriptor's path with its templates rendered (file connectors)
+    area: ExchangeArea
+    attempt: Attempt
+
+
+class SourceReader:
+    """Reads one source for every subtask of a chain attempt (picklable)."""
+
+    #: read() yields bare values only (no StreamRecord / Watermark): the chain skips their dispatch
+    plain_values = False
+
+    def input_dataframe(self, spark: Any, parallelism: int) -> Any:
+        """A DataFrame with `parallelism` partitions whose Arrow batches `read()` turns
+        into records; None: the subtasks get no Spark input and read by themselves."""
+        return None
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterable[Any]:
+        """The records of subtask `subtask` (`batches`: its partition of input_dataframe())."""
+        raise NotImplementedError
+
+
+class SinkConnector:
+    """Writes one sink for every subtask of a chain attempt and commits it (picklable)."""
+
+    kind = "sink"
+    #: committed before the attempt's datasets are renamed into place: the commit that can
+    #: fail for outside reasons (a database) goes first, so nothing else became visible
+    commits_first = False
+
+    def create_writer(self, subtask: int) -> SinkWriter:
+        raise NotImplementedError
+
+    def commit(self, run_id: str, records: int) -> dict:
+        """Make the staged output visible; the output entry of the metrics document."""
+        raise NotImplementedError
+
+    def discard(self) -> None:
+        """Drop what a failed attempt staged outside the attempt directory."""
+
+
+_SOURCES: dict[type, Callable[[Any, ConnectorContext], SourceReader]] = {}
+_SINKS: dict[type, Callable[[Any, ConnectorContext], SinkConnector]] = {}
+
+
+def register_source(descriptor_type: type) -> Callable:
+    """Class decorator / function: `factory(descriptor, ctx) -> SourceReader` for a descriptor type."""
+    def register(factory):
+        _SOURCES[descriptor_type] = factory
+        return factory
+    return register
+
+
+def register_sink(descriptor_type: type) -> Callable:
+    """Class decorator / function: `factory(descriptor, ctx) -> SinkConnector` for a descriptor type."""
+    def register(factory):
+        _SINKS[descriptor_type] = factory
+        return factory
+    return register
+
+
+def _lookup(registry: dict, descriptor: Any, what: str, label: str) -> Callable:
+    for cls in type(descriptor).__mro__:  # subclasses of a descriptor use its connector
+        if cls in registry:
+            return registry[cls]
+    raise TypeError(f"{label}: unsupported {what} descriptor {descriptor!r}; register its connector with "
+                    f"airflow_flinkchain.runtime.connectors.register_{what}")
+
+
+def source_reader(descriptor: Any, ctx: ConnectorContext) -> SourceReader:
+    return _lookup(_SOURCES, descriptor, "source", ctx.label)(descriptor, ctx)
+
+
+def sink_connector(descriptor: Any, ctx: ConnectorContext) -> SinkConnector:
+    return _lookup(_SINKS, descriptor, "sink", ctx.label)(descriptor, ctx)

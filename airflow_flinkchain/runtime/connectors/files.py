@@ -1,0 +1,84 @@
+"""File connectors at run time: Spark readers for sources, pyarrow writers for sinks.
+
+A file sink writes one part file per subtask into a hidden staging sibling of
+its directory and commits by rename. Without `output_type` its schema is the
+whole output's (`schema_widening`); JSON lines are standard JSON (`json_lines`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from airflow_flinkchain.io.sinks import FileSink
+from airflow_flinkchain.io.sources import FileSource
+from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
+                                                       register_source)
+from airflow_flinkchain.runtime.connectors.file_writer import FileSinkWriter
+from airflow_flinkchain.runtime.connectors.schema_widening import unify_parts
+from airflow_flinkchain.runtime.exchange.layout import Location, replace
+from airflow_flinkchain.runtime.exchange.schema import parse_output_type
+
+@register_source(FileSource)
+class FileSourceReader(SourceReader):
+    """Spark's reader over the files, repartitioned to the chain's parallelism; each row a dict."""
+
+    plain_values = True
+
+    def __init__(self, descriptor: FileSource, ctx: ConnectorContext):
+        self.descriptor = descriptor
+        self.path = ctx.path
+        self.label = ctx.label
+
+    def input_dataframe(self, spark: Any, parallelism: int) -> Any:
+        source, path = self.descriptor, self.path
+        loc = Location(path)
+        if loc.is_local and not loc.exists():
+            raise FileNotFoundError(f"{self.label}: source path {path!r} does not exist (rendered from "
+                                    f"{source.path!r}); create it, or fix the path / its template")
+        reader = spark.read.format(source.format)
+        options = dict(source.options)
+        schema = parse_output_type(source.schema, self.label)
+        if schema is not None:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            reader = reader.schema(from_arrow_schema(schema))
+        elif source.format == "csv":
+            options.setdefault("inferSchema", True)
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return reader.load(loc.uri if not loc.is_local else loc.path).repartition(parallelism)
+
+    def read(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
+        from itertools import chain
+
+        return chain.from_iterable(map(pa.RecordBatch.to_pylist, batches))  # one to_pylist per Arrow batch
+
+
+@register_sink(FileSink)
+class FileSinkConnector(SinkConnector):
+    """One directory replaced as a whole by each run; one part file per subtask, staged
+    in a hidden sibling of the target (same filesystem: the commit is a rename)."""
+
+    kind = "file"
+
+    def __init__(self, descriptor: FileSink, ctx: ConnectorContext):
+        self.format = descriptor.format
+        self.output_type = descriptor.output_type
+        self.label = ctx.label
+        self.final = Location(ctx.path)
+        self.location = ctx.attempt.file_sink_stage(self.final)
+
+    def create_writer(self, subtask: int) -> "FileSinkWriter":
+        return FileSinkWriter(self.location, self.format, subtask, self.output_type, self.label)
+
+    def commit(self, run_id: str, records: int) -> dict:
+        if self.format != "json" and self.output_type is None:
+            unify_parts(self.location, self.format, self.label)
+        replace(self.location, self.final, self.final.sibling(f".{self.final.name}.flinkchain-trash"))
+        return {"kind": self.kind, "path": self.final.uri, "records": records}
+
+    def discard(self) -> None:
+        if self.location.exists():
+            self.location.delete()

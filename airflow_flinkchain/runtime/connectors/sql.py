@@ -1,0 +1,228 @@
+"""SQL connectors at run time (SQLAlchemy).
+
+A descriptor's `conn_id` names an Airflow connection. The runtime never imports
+Airflow: the chain task resolves the connection before spark-submit and hands
+its URL over in the environment variable `conn_url_env(conn_id)` (never written
+to disk); set that variable, or pass `url=`, to run outside Airflow.
+
+Tables created by a sink get a column per field of any record (the union over
+all rows, missing = NULL), typed from the records' values (int and float give
+a float column); a field whose values have irreconcilable types is refused,
+naming the sink and the field. An insert the database refuses (constraint,
+type) fails the sink naming it and the table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import re
+from typing import Any, Iterable, Iterator, Optional
+
+from airflow_flinkchain.io.sinks import SqlSink
+from airflow_flinkchain.io.sources import SqlSource
+from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
+                                                       register_source)
+from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
+from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
+from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
+
+
+def conn_url_env(conn_id: str) -> str:
+    """The environment variable holding the SQLAlchemy URL of Airflow connection `conn_id`
+    ("SECRET" in the name: the Spark provider masks such values in the commands it logs)."""
+    return "FLINKCHAIN_SECRET_URL_" + re.sub(r"[^A-Za-z0-9]", "_", conn_id).upper()
+
+
+def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`."""
+    if url:
+        return url
+    env = conn_url_env(conn_id)
+    if os.environ.get(env):
+        return os.environ[env]
+    raise RuntimeError(f"{where}: conn_id={conn_id!r} is an Airflow connection, resolved by the Airflow chain "
+                       f"task; outside Airflow set ${env} to its SQLAlchemy URL or pass url= instead")
+
+
+@register_source(SqlSource)
+class SqlSourceReader(SourceReader):
+    """Non-parallel: subtask 0 runs the query, one dict per row."""
+
+    def __init__(self, descriptor: SqlSource, ctx: ConnectorContext):
+        self.url = resolve_url(descriptor.url, descriptor.conn_id, ctx.label)  # on the driver
+        self.query = descriptor.query
+        self.params = dict(descriptor.params)
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterable[Any]:
+        return read_query(self.url, self.query, self.params) if subtask == 0 else ()
+
+
+@register_sink(SqlSink)
+class SqlSinkConnector(SinkConnector):
+    """Subtasks stage their rows; the driver commits them in one transaction."""
+
+    kind = "sql"
+    commits_first = True
+
+    def __init__(self, descriptor: SqlSink, ctx: ConnectorContext):
+        self.descriptor = descriptor
+        self.key = ctx.key
+        self.label = ctx.label
+        self.location = ctx.attempt.stage(ctx.key)
+        self.dag_id = ctx.area.dag_id
+
+    def create_writer(self, subtask: int) -> DatasetSinkWriter:
+        return DatasetSinkWriter(DatasetWriter(self.location, f"stage:{self.key}", subtask, 1, channel_dirs=False,
+                                               label=self.label))
+
+    def commit(self, run_id: str, records: int) -> dict:
+        from airflow_flinkchain.runtime.exchange.schema import parse_output_type, records_to_batch
+
+        d = self.descriptor
+        rows = []
+        for f in open_channel(self.location, f"stage:{self.key}", None) if self.location.exists() else []:
+            # staged elements: bare values, StreamRecords (timestamped), Watermarks (skipped)
+            rows.extend(el.value if type(el) is StreamRecord else el
+                        for el in f.elements() if type(el) is not Watermark)
+        url = resolve_url(d.url, d.conn_id, self.label)
+        schema = parse_output_type(d.output_type, self.label)
+        if schema is not None and rows:  # a declared type is checked, never left to the database
+            records_to_batch(rows, None, schema, self.label)
+        n = commit_table(url, d.table, d.run_id_column, run_id, rows, schema, self.label,
+                         dag_id_column=d.dag_id_column, dag_id=self.dag_id)
+        return {"kind": self.kind, "path": d.table, "records": n}
+
+
+def read_query(url: str, query: str, params: dict) -> Iterator[dict]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            result = conn.execution_options(stream_results=True).execute(sa.text(query), params or {})
+            for row in result.mappings():
+                yield dict(row)
+    finally:
+        engine.dispose()
+
+
+#: Python type -> column type, most specific first (bool before int: bool is an int)
+_PY_TYPES = ((bool, "Boolean"), (int, "BigInteger"), (float, "Float"), (decimal.Decimal, "Numeric"),
+             (datetime.datetime, "DateTime"), (datetime.date, "Date"), (bytes, "LargeBinary"), (str, "Text"))
+#: pairs of column types whose values fit the wider one
+_WIDER = {frozenset(("BigInteger", "Float")): "Float", frozenset(("BigInteger", "Numeric")): "Numeric",
+          frozenset(("Float", "Numeric")): "Float"}
+
+
+def _type_name(value: Any) -> str:
+    for py, name in _PY_TYPES:
+        if isinstance(value, py):
+            return name
+    return "Text"
+
+
+def _columns_of(rows: list, where: str) -> dict[str, str]:
+    """Column name -> SQLAlchemy type name over all rows: the union of fields, types widened."""
+    columns: dict[str, Optional[str]] = {}
+    for row in rows:
+        for k, v in row.items():
+            seen = columns.get(k)
+            if v is None:
+                columns.setdefault(k, None)
+                continue
+            t = _type_name(v)
+            if seen is None or seen == t:
+                columns[k] = t
+            elif frozenset((seen, t)) in _WIDER:
+                columns[k] = _WIDER[frozenset((seen, t))]
+            else:
+                raise TypeError(f"{where}: field {k!r} holds {seen} values in some records and {t} in others "
+                                f"(e.g. {v!r}); make the records agree or declare output_type on the sink")
+    return {k: t or "Text" for k, t in columns.items()}
+
+
+def _arrow_to_sa(t):
+    import pyarrow as pa
+    import sqlalchemy as sa
+
+    if pa.types.is_boolean(t):
+        return sa.Boolean()
+    if pa.types.is_integer(t):
+        return sa.BigInteger()
+    if pa.types.is_floating(t):
+        return sa.Float()
+    if pa.types.is_timestamp(t):
+        return sa.DateTime()
+    if pa.types.is_date(t):
+        return sa.Date()
+    if pa.types.is_binary(t):
+        return sa.LargeBinary()
+    return sa.Text()
+
+
+def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: list[dict],
+                 schema=None, where: str = "", dag_id_column: Optional[str] = None,
+                 dag_id: Optional[str] = None) -> int:
+    """In ONE transaction: delete this run's rows, insert `rows`. Returns rows inserted.
+
+    A run is (dag id, run id) when `dag_id_column` is given and the table has it
+    (tables created here get it): scheduled runs of two DAGs have the same run id,
+    and one DAG's retry must not delete the other's rows. A pre-existing table
+    without that column is keyed by the run id alone."""
+    import sqlalchemy as sa
+
+    reserved = {c for c in (run_id_column, dag_id_column) if c}
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise TypeError(f"{where}: SQL sink records must be dicts of column -> value, got {row!r}")
+        clash = reserved.intersection(row)
+        if clash:
+            raise ValueError(f"{where}: record has the reserved column {sorted(clash)[0]!r}: {row!r}")
+    fields = _columns_of(rows, where) if schema is None else {f.name: None for f in schema}
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            meta = sa.MetaData()
+            insp = sa.inspect(conn)
+            if insp.has_table(table):
+                tbl = sa.Table(table, meta, autoload_with=conn)
+                if run_id_column not in tbl.c:
+                    raise ValueError(f"{where}: table {table!r} has no {run_id_column!r} column, needed to "
+                                     "replace a run's rows on retry; add it (text) or let the sink create the table")
+                missing = [k for k in fields if k not in tbl.c]
+                if missing:
+                    raise ValueError(f"{where}: table {table!r} has no column {missing[0]!r} for that field of the "
+                                     f"records (missing columns: {missing}); add the column(s) to the table or "
+                                     "drop the field before the sink")
+            else:
+                if schema is not None:
+                    cols = [sa.Column(f.name, _arrow_to_sa(f.type)) for f in schema]
+                elif rows:
+                    cols = [sa.Column(k, getattr(sa, t)()) for k, t in fields.items()]
+                else:
+                    return 0  # nothing to write and no table to create from
+                if dag_id_column and dag_id is not None:
+                    cols.append(sa.Column(dag_id_column, sa.String(250), index=True))
+                tbl = sa.Table(table, meta, *cols, sa.Column(run_id_column, sa.String(250), index=True))
+                meta.create_all(conn)
+            scope = {run_id_column: run_id}
+            if dag_id_column and dag_id is not None and dag_id_column in tbl.c:
+                scope[dag_id_column] = dag_id
+            conn.execute(tbl.delete().where(*(tbl.c[k] == v for k, v in scope.items())))
+            empty = dict.fromkeys(fields)  # every row binds every column: a missing field is NULL
+            for start in range(0, len(rows), 5000):
+                chunk = [{**empty, **r, **scope} for r in rows[start:start + 5000]]
+                try:
+                    conn.execute(tbl.insert(), chunk)
+                except sa.exc.SQLAlchemyError as exc:
+                    cause = getattr(exc, "orig", None) or exc
+                    raise RuntimeError(
+                        f"{where}: the database refused the rows for table {table!r} ({type(cause).__name__}: "
+                        f"{str(cause).splitlines()[0] if str(cause) else ''}); nothing of this run was written. "
+                        "Make the records fit the table's columns and constraints (types, NOT NULL, unique "
+                        "keys), e.g. with a filter or map before the sink, or change the table") from None
+        return len(rows)
+    finally:
+        engine.dispose()

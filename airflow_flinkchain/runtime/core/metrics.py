@@ -1,0 +1,63 @@
+"""Per operator and subtask counters (Flink's numRecordsIn/Out, per output tag).
+
+Cheap by construction, see `operators.base`: `records_in` is counted by each
+operator (one integer add), main `records_out` of map/filter is derived
+(in - filtered - dead_lettered - skipped) rather than counted, and `time_ms`
+is extrapolated from a sample of records (every `TIMING_SAMPLE_EVERY`-th
+head input goes through a timed copy of the chain) - timing every record
+with perf_counter would cost more than the operators themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES
+
+
+@dataclass
+class OperatorMetrics:
+    """One attribute per counter of `metrics_schema.COUNTERS` (plain attributes:
+    operators add to them per record), one per gauge of `metrics_schema.GAUGES`
+    (set by the chain at the end of input), plus the per-tag side output counts."""
+
+    node_id: int
+    key: str
+    name: str
+    subtask: int
+    records_in: int = 0
+    records_out: int = 0
+    side_outputs: dict = field(default_factory=dict)
+    dead_lettered: int = 0
+    skipped: int = 0
+    filtered: int = 0
+    time_ms: float = 0.0
+    watermark: Optional[int] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"node_id": self.node_id, "key": self.key, "name": self.name,
+                               "subtask": self.subtask, "side_outputs": dict(self.side_outputs)}
+        for name in COUNTER_NAMES:
+            doc[name] = getattr(self, name)
+        doc["time_ms"] = round(self.time_ms, 3)
+        for name in GAUGE_NAMES:
+            doc[name] = getattr(self, name)
+        return doc
+
+
+@dataclass
+class SubtaskMetrics:
+    chain_id: str
+    subtask: int
+    operators: list = field(default_factory=list)  # OperatorMetrics, head first
+
+    def operator(self, key: str) -> OperatorMetrics:
+        for m in self.operators:
+            if m.key == key or m.name == key:
+                return m
+        raise KeyError(key)
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """JSON-able: one dict per operator, head first (see OperatorMetrics.to_dict)."""
+        return [m.to_dict() for m in self.operators]

@@ -1,0 +1,328 @@
+"""Flink's OperatorChain + StreamTask.invoke, per parallel subtask.
+
+Construction mirrors Flink: one RecordWriterOutput per chain out-edge, then
+createChainedOperator / createOutputCollector from the head (as a loop, not
+Flink's recursion, so chains of any length build): an operator's output
+collects its non-chained outputs (RecordWriterOutput) then its chained ones
+((Copying)ChainingOutput, tagged by the edge's output_tag), wrapped in a
+DirectedOutput when the node was split, a BroadcastingOutputCollector when
+there are several, the single output otherwise.
+
+Lifecycle (`run`): setup every operator -> open tail to head -> input through
+the head -> MAX_WATERMARK (unless already seen) -> end_input+close head to
+tail (close may emit) -> close the record writers -> dispose tail to head in
+a finally, always; a failing dispose is logged, the others still run.
+
+Each operator's `watermark` gauge is its watermark just before the MAX
+watermark ends the input (or when the subtask failed): how far in event time
+the run got, which the end-of-input MAX would hide.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from itertools import islice
+from typing import Any, Iterable, Optional
+
+from airflow_flinkchain.planner.jobgraph import JobGraph
+from airflow_flinkchain.runtime.core.context import StreamingRuntimeContext
+from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMARK_TS, MIN_WATERMARK_TS, StreamRecord,
+                                                      TimestampCell, Watermark)
+from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+from airflow_flinkchain.runtime.core.input_selection import END_OF_INPUT, TwoInputs
+from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory
+from airflow_flinkchain.runtime.core.metrics import SubtaskMetrics
+from airflow_flinkchain.runtime.core.operators import ChainScope, StreamOperator, create_operator
+from airflow_flinkchain.runtime.core.operators.fused import generic_run, segment_heads
+from airflow_flinkchain.runtime.core.operators.keyed import key_error_channel
+from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector, ChainingOutput, CopyingChainingOutput,
+                                                DirectedOutput, Output, RecordWriterOutput)
+from airflow_flinkchain.runtime.core.partitioners import make_channel_selector
+from airflow_flinkchain.runtime.core.record_writer import RecordWriter
+from airflow_flinkchain.runtime.core.operators.base import adapt_function
+
+log = logging.getLogger(__name__)
+
+#: Every N-th input record of the head goes through the timed wiring (time_ms).
+TIMING_SAMPLE_EVERY = 1024
+
+#: Python frames a record's (or watermark's) nested calls take per chained operator,
+#: at most (timed wiring: timing wrapper, the operator's code, a copying output), with room.
+FRAMES_PER_OPERATOR = 4
+
+
+def _ensure_call_depth(operators: int) -> None:
+    """Records and watermarks cross the chain as nested calls (as in Flink:
+    collect -> processElement -> collect ...), so a long chain needs more frames
+    than Python's default limit; that default stays free for user code. Only
+    raised, never lowered: Python-to-Python calls take no C stack (3.11+)."""
+    needed = 1000 + FRAMES_PER_OPERATOR * operators
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
+
+
+class OperatorChain:
+    def __init__(self, job: JobGraph, chain_id: str, subtask_index: int, run_id: str,
+                 record_writer_factory: RecordWriterFactory, sink_writer_factory: SinkWriterFactory):
+        chain = job.chain(chain_id)
+        graph = job.stream_graph
+        if not 0 <= subtask_index < chain.parallelism:
+            raise ValueError(f"chain {chain.name!r} has parallelism {chain.parallelism}; no subtask {subtask_index}")
+        self.job, self.chain, self.graph = job, chain, graph
+        self.cell = TimestampCell()
+        self.scope = ChainScope(chain.id, chain.name, subtask_index, chain.parallelism, run_id, self.cell,
+                                graph.object_reuse, graph.on_error, graph=graph)
+        self._chained = set(chain.chained_edges)
+        self._sink_writer_factory = sink_writer_factory
+        # Flink's createStreamOutputs: one RecordWriterOutput per chain out-edge.
+        self.record_writer_outputs: dict[Any, RecordWriterOutput] = {}
+        for edge_id in chain.out_edges:
+            chain_edge = job.edge(edge_id)
+            self.record_writer_outputs[chain_edge.stream_edge] = self._record_writer_output(chain_edge, record_writer_factory)
+        self.operators: dict[int, StreamOperator] = {}
+        self._preorder = self._create_chained_operators(chain.head_id)  # each before those it feeds
+        self.head = self._preorder[0]
+        self.all_operators = [self.operators[n] for n in chain.node_ids]  # head first
+
+    def _record_writer_output(self, chain_edge, factory) -> RecordWriterOutput:
+        stream_edge = chain_edge.stream_edge
+        producer = self.graph.node(stream_edge.source_id)
+        num_channels = self.job.chain_of(stream_edge.target_id).parallelism
+        target = self.graph.node(stream_edge.target_id)
+        selector = make_channel_selector(stream_edge.partitioner, subtask_index=self.scope.subtask,
+                                         upstream_parallelism=self.chain.parallelism, num_channels=num_channels,
+                                         edge_id=chain_edge.id, operator=producer.name, keyed_operator=target.name,
+                                         key_error_channel=key_error_channel(target, self.graph.on_error))
+        writer = RecordWriter(chain_edge.id, selector, num_channels, factory(chain_edge, self.scope.subtask))
+        return RecordWriterOutput(writer, stream_edge.output_tag, self.cell, producer.name, self.chain.name,
+                                  self.scope.subtask)
+
+    def _create_chained_operators(self, head_id: int) -> list[StreamOperator]:
+        """Every operator of the chain in depth-first pre-order (Flink's
+        createChainedOperator order), then each one's output."""
+        created: list[StreamOperator] = []
+        pending = [head_id]
+        while pending:
+            node_id = pending.pop()
+            op = create_operator(self.graph.node(node_id), self.scope, self._sink_writer_factory)
+            self.operators[node_id] = op
+            created.append(op)
+            pending.extend(reversed([e.target_id for e in self.graph.out_edges(node_id) if e in self._chained]))
+        for op in created:
+            op.output = self._create_output_collector(op)
+        return created
+
+    def _create_output_collector(self, op: StreamOperator) -> Output:
+        node = op.node
+        outputs: list[tuple[Output, Any]] = []
+        out_edges = self.graph.out_edges(node.id)
+        for edge in out_edges:
+            if edge not in self._chained:
+                rw = self.record_writer_outputs.get(edge)
+                if rw is None:
+                    raise ValueError(f"edge {edge} of operator {node.name!r} is neither chained nor a chain out-edge"
+                                     f" of chain {self.chain.name!r}: the JobGraph is inconsistent")
+                outputs.append((rw, edge))
+        # chained outputs that receive the same (main) records: all but the last need copies
+        chained_main = [e for e in out_edges if e in self._chained and e.output_tag is None]
+        for edge in out_edges:
+            if edge in self._chained:
+                target = self.operators[edge.target_id]
+                op.chained_targets.append(target)
+                if self.scope.object_reuse:
+                    chaining: Output = ChainingOutput(target, edge.output_tag)
+                else:
+                    shared = len(chained_main) > 1 and edge is not chained_main[-1]
+                    chaining = CopyingChainingOutput(target, edge.output_tag, producer_kind=node.kind, shared=shared)
+                outputs.append((chaining, edge))
+        if node.output_selector is not None:
+            selector = adapt_function(node.output_selector, "select", node)
+            return DirectedOutput(selector, [(o, e.selected_names) for o, e in outputs], self.scope.object_reuse,
+                                  on_selector_error=lambda exc, value: op.error_handler(False)(exc, value))
+        if len(outputs) == 1:
+            return outputs[0][0]
+        return BroadcastingOutputCollector([o for o, _ in outputs], self.scope.object_reuse)
+
+    # ---- lifecycle ---------------------------------------------------------
+    def run(self, inputs: Iterable[Any], plain_values: bool = False) -> SubtaskMetrics:
+        failure: Optional[BaseException] = None
+        _ensure_call_depth(len(self.all_operators))
+        try:
+            self._setup()
+            self._note_watermarks_at_end_of_input()
+            self._phase("open", reversed(self.all_operators), lambda op: op.open())
+            self._process(inputs, plain_values)
+            if self.head.current_watermark < MAX_WATERMARK_TS:
+                self.head.guarded("end of input", lambda: self.head.process_watermark(MAX_WATERMARK))
+            self._phase("close", self.all_operators, lambda op: (op.end_input(), op.close()))
+            for rw in self.record_writer_outputs.values():
+                self.head.guarded("close of the record writers", rw.close)
+        except BaseException as exc:
+            failure = exc
+            for op in self.all_operators:
+                op.failed = True
+            raise
+        finally:
+            self._dispose(failed=failure is not None)
+            if failure is not None:
+                self._note_watermarks()
+            metrics = self.metrics()
+            if failure is not None:
+                failure.metrics = metrics  # what was counted before the failure
+        return metrics
+
+    def _note_watermarks_at_end_of_input(self) -> None:
+        """Wrap the head's watermark input (every watermark of the subtask enters there, also
+        in fused code, which looks the method up when its handlers are built) so that the
+        operators' watermarks are noted before the MAX watermark replaces them."""
+        process_watermark = self.head.process_watermark
+        note = self._note_watermarks
+
+        def noting_process_watermark(watermark: Watermark) -> None:
+            if watermark.timestamp >= MAX_WATERMARK_TS:
+                note()
+            process_watermark(watermark)
+
+        self.head.process_watermark = noting_process_watermark
+
+    def _note_watermarks(self) -> None:
+        for op in self.all_operators:
+            wm = op.current_watermark
+            if MIN_WATERMARK_TS < wm < MAX_WATERMARK_TS:
+                op.metrics.watermark = wm
+
+    def _setup(self) -> None:
+        chain, scope = self.chain, self.scope
+        for op in self.all_operators:
+            backend = getattr(op, "state_backend", None)
+            ctx = StreamingRuntimeContext(op.name, chain.name, scope.subtask, chain.parallelism, scope.run_id,
+                                          backend, op.node.max_parallelism)
+            op.guarded("setup", lambda: op.setup(ctx))
+
+    def _phase(self, phase: str, operators, action) -> None:
+        for op in operators:
+            op.guarded(phase, lambda: action(op))
+
+    def _build_handlers(self) -> None:
+        """Build the handlers tail first, so that each finds those it calls built
+        (no recursion over the chain's length); an operator fused into its
+        predecessor's segment has no fast handler of its own."""
+        for op in reversed(segment_heads(self._preorder)):
+            op.handler(False)
+        for op in reversed(self._preorder):  # the timed wiring is unfused
+            op.handler(True)
+
+    def _process(self, inputs: Iterable[Any], plain_values: bool) -> None:
+        if isinstance(inputs, TwoInputs):
+            return self._process_two_inputs(inputs)
+        head, cell = self.head, self.cell
+        self._build_handlers()
+        fast = head.handler(False)
+        if head.fusable:
+            run_fast = head.fast_segment.run_plain if plain_values else head.fast_segment.run
+        else:
+            run_fast = generic_run(fast, head.process_watermark, cell, plain_values)
+        timed = head.handler(True)
+        wm_type, record_type, end = Watermark, StreamRecord, object()
+        it = iter(inputs)
+        every = TIMING_SAMPLE_EVERY - 1
+        # The element dispatch (watermark / record / plain value) is inlined on purpose in each
+        # input loop (here, two inputs below, fused.py's run): a call per record would cost.
+        try:
+            while True:
+                element = next(it, end)
+                if element is end:
+                    break
+                t = type(element)
+                if t is wm_type:
+                    head.process_watermark(element)
+                elif t is record_type:
+                    cell.value = element.timestamp
+                    timed(element.value)
+                    cell.value = None
+                else:
+                    timed(element)
+                run_fast(islice(it, every))
+        except ChainExecutionError:
+            raise
+        except Exception as exc:  # the runtime itself (or the input iterator) failed
+            raise head.error("process", exc) from exc
+
+    def _process_two_inputs(self, inputs: TwoInputs) -> None:
+        """A two-input head (always a chain head): each element to its input's handler
+        or watermark, in the interleaving of `TwoInputs.elements()`."""
+        head, cell = self.head, self.cell
+        if not getattr(head, "two_input", False):
+            raise ValueError(f"chain {self.chain.name!r}: its head {head.name!r} has one input, but two were given")
+        self._build_handlers()
+        fast, timed = head.input_handlers(False), head.input_handlers(True)
+        on_watermark = (None, head.process_watermark1, head.process_watermark2)
+        wm_type, record_type, end = Watermark, StreamRecord, END_OF_INPUT
+        every, n = TIMING_SAMPLE_EVERY, 0
+        try:  # element dispatch inlined on purpose for the per-record path, as in _process
+            for number, element in inputs.elements():
+                t = type(element)
+                if t is wm_type:
+                    on_watermark[number](element)
+                    continue
+                if element is end:
+                    head.end_of_input(number)
+                    continue
+                n += 1
+                handler = (timed if n % every == 1 else fast)[number - 1]
+                if t is record_type:
+                    cell.value = element.timestamp
+                    handler(element.value)
+                    cell.value = None
+                else:
+                    handler(element)
+        except ChainExecutionError:
+            raise
+        except Exception as exc:
+            raise head.error("process", exc) from exc
+
+    def _dispose(self, failed: bool) -> None:
+        for op in reversed(self.all_operators):
+            try:
+                op.dispose()
+            except Exception:
+                log.exception("dispose of operator %r in chain %r, subtask %d failed; disposing the others",
+                              op.name, self.chain.name, self.scope.subtask)
+        if failed:
+            for rw in self.record_writer_outputs.values():
+                try:
+                    rw.record_writer.abort()
+                except Exception:
+                    log.exception("abort of the writer of edge %r failed", rw.record_writer.edge_id)
+
+    def metrics(self) -> SubtaskMetrics:
+        return SubtaskMetrics(self.chain.id, self.scope.subtask, [op.finish_metrics() for op in self.all_operators])
+
+
+def run_subtask(
+    job: JobGraph,
+    chain_id: str,
+    subtask_index: int,
+    run_id: str,
+    inputs: Iterable[Any],
+    record_writer_factory: RecordWriterFactory,
+    sink_writer_factory: SinkWriterFactory,
+    *,
+    plain_values: bool = False,
+) -> SubtaskMetrics:
+    """Run one parallel subtask of a chain over `inputs` and return its counters.
+
+    `inputs`: the head's input elements in order: bare values (no
+    timestamp), StreamRecord(value, ts), Watermark(ts); for a two-input
+    head, a `TwoInputs` (input_selection.py). For a source head,
+    the split's values; for an exchange input, the channel files merged
+    through `WatermarkValve.merge`. End of input pushes MAX_WATERMARK (fires
+    remaining timers, emits keyed reduce results) then closes head to tail.
+    `plain_values=True` promises that `inputs` holds bare values only (a
+    source split): the input loop then skips its per-element type dispatch.
+    Raises ChainExecutionError naming operator, chain, subtask, phase, record
+    (its `.metrics` holds the counters up to the failure).
+    """
+    chain = OperatorChain(job, chain_id, subtask_index, run_id, record_writer_factory, sink_writer_factory)
+    return chain.run(inputs, plain_values=plain_values)

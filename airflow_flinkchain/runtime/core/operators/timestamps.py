@@ -1,0 +1,173 @@
+"""Flink's TimestampsAndWatermarksOperator: `assign_timestamps_and_watermarks(strategy)`.
+
+Each record gets the timestamp the strategy's TimestampAssigner extracts (without an
+assigner it keeps the one it has, as Flink's RecordTimestampAssigner) and goes on; then
+the subtask's WatermarkGenerator sees it. Periodic emission is replaced by a
+deterministic stand-in: in STREAMING mode with an auto-watermark interval > 0 the
+generator's `on_periodic_emit` runs after every record, so each record is seen
+downstream with the watermark the records before it left. BATCH mode (and an interval
+of 0) emits no watermark until the end, as Flink's NoWatermarksGenerator there.
+Watermarks from upstream are swallowed, except the final MAX watermark.
+
+Idleness (`with_idleness`): the generator's `mark_idle`/`mark_active` go out as
+watermark statuses. Deterministic stand-in for the idle timeout: a subtask that gets
+no record at all is idle from its start, so the downstream WatermarkValve leaves its
+channel out while the others advance.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from airflow_flinkchain.common import AscendingTimestampsWatermarks, BoundedOutOfOrdernessWatermarks
+from airflow_flinkchain.common import Watermark as GeneratedWatermark
+from airflow_flinkchain.common import WatermarkOutput
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark, WatermarkStatus
+from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+from airflow_flinkchain.runtime.core.operators.base import StreamOperator
+
+
+#: Generators whose per-record watermark is computed inline (exact types: a subclass may differ).
+_BOUNDED_GENERATORS = (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks)
+
+
+class _WatermarkEmitter(WatermarkOutput):
+    """Flink's WatermarkEmitter: forwards only advancing watermarks; tracks idleness."""
+
+    def __init__(self, operator: "TimestampsAndWatermarksOperator"):
+        self._op = operator
+        self.current = MIN_WATERMARK_TS
+        self.idle = False
+
+    def emit_watermark(self, watermark: GeneratedWatermark) -> None:
+        ts = watermark.get_timestamp()
+        if ts <= self.current:
+            return
+        self.current = ts
+        self.mark_active()
+        self._op.emit_generated_watermark(ts)
+
+    def mark_idle(self) -> None:
+        if not self.idle:
+            self.idle = True
+            self._op.output.emit_watermark_status(WatermarkStatus.IDLE)
+
+    def mark_active(self) -> None:
+        if self.idle:
+            self.idle = False
+            self._op.output.emit_watermark_status(WatermarkStatus.ACTIVE)
+
+
+class TimestampsAndWatermarksOperator(StreamOperator):
+    fusable = False  # it sets the chain's timestamp cell per record
+
+    def setup(self, runtime_context) -> None:
+        super().setup(runtime_context)
+        strategy = self.node.function
+        self.assigner = strategy.get_timestamp_assigner()
+        graph = self.scope.graph
+        self.progressive = graph is not None and graph.runtime_mode == "streaming"
+        self.per_record = self.progressive and graph.auto_watermark_interval > 0
+        self.idleness = self.progressive and strategy.get_idle_timeout() is not None
+        self.wm_output = _WatermarkEmitter(self)
+        self.generator = None
+
+    def open(self) -> None:
+        super().open()
+        if self.progressive:
+            self.generator = self.node.function.create_watermark_generator(self.runtime_context)
+
+    def emit_generated_watermark(self, timestamp: int) -> None:
+        self.current_watermark = timestamp
+        self.output.emit_watermark(Watermark(timestamp))
+
+    def make_process(self, emit, side) -> Callable:
+        emit = emit or (lambda _v: None)
+        cell, metrics, err, cee = self.cell, self.metrics, self.error_handler(False), ChainExecutionError
+        extract = self.assigner.extract_timestamp if self.assigner is not None else None
+        generator, wm_output = self.generator, self.wm_output
+        on_event = generator.on_event if generator is not None else None
+        periodic = generator.on_periodic_emit if (generator is not None and self.per_record) else None
+        min_ts = MIN_WATERMARK_TS
+        if periodic is not None and type(generator) in _BOUNDED_GENERATORS:
+            return self._bounded_process(emit, generator)
+
+        def process(value: Any) -> None:
+            metrics.records_in += 1
+            previous = cell.value
+            try:
+                ts = extract(value, min_ts if previous is None else previous) if extract is not None else previous
+                if ts is not None:
+                    ts = int(ts)
+            except cee:
+                raise
+            except Exception as exc:
+                err(exc, value)
+                return
+            cell.value = ts
+            try:
+                metrics.records_out += 1
+                emit(value)
+            finally:
+                cell.value = previous  # other branches of the chain keep the input's timestamp
+            if on_event is not None:
+                try:
+                    on_event(value, min_ts if ts is None else ts, wm_output)
+                    if periodic is not None:
+                        periodic(wm_output)
+                except cee:
+                    raise
+                except Exception as exc:
+                    raise self.error("watermark generation", exc, value, True) from exc
+
+        return process
+
+    def _bounded_process(self, emit: Callable, generator: BoundedOutOfOrdernessWatermarks) -> Callable:
+        """make_process for the built-in bounded-out-of-orderness generators emitting after every
+        record: the generator's arithmetic inlined (same watermarks, no calls per record)."""
+        cell, metrics, err, cee = self.cell, self.metrics, self.error_handler(False), ChainExecutionError
+        extract = self.assigner.extract_timestamp if self.assigner is not None else None
+        lag = generator.out_of_orderness + 1
+        wm_output, emit_wm, wm_type = self.wm_output, self.output.emit_watermark, Watermark
+        min_ts = MIN_WATERMARK_TS
+        op = self
+
+        # Same extract/emit steps as make_process's closure, inlined on purpose for the per-record path.
+        def process(value: Any) -> None:
+            metrics.records_in += 1
+            previous = cell.value
+            try:
+                ts = extract(value, min_ts if previous is None else previous) if extract is not None else previous
+                if ts is not None:
+                    ts = int(ts)
+            except cee:
+                raise
+            except Exception as exc:
+                err(exc, value)
+                return
+            cell.value = ts
+            try:
+                metrics.records_out += 1
+                emit(value)
+            finally:
+                cell.value = previous
+            if ts is not None and ts > generator.max_timestamp:
+                generator.max_timestamp = ts
+                wm = ts - lag
+                if wm > wm_output.current:
+                    wm_output.current = op.current_watermark = wm
+                    emit_wm(wm_type(wm))
+
+        return process
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        # only the end of input passes; this operator's generator makes the stream's watermarks
+        if watermark.timestamp >= MAX_WATERMARK_TS and self.current_watermark < MAX_WATERMARK_TS:
+            if self.idleness and self.metrics.records_in == 0:
+                # with_idleness: a subtask that never got a record was idle all along (Flink marks
+                # it idle once its idle timeout passed); the downstream valve leaves it out from the start
+                self.wm_output.mark_idle()
+            self.wm_output.mark_active()  # as Flink: the final watermark of an idle output makes it active
+            self.wm_output.current = MAX_WATERMARK_TS
+            self.current_watermark = MAX_WATERMARK_TS
+            self.output.emit_watermark(watermark)

@@ -1,0 +1,326 @@
+"""Exchange datasets: how records leave one chain and enter the next.
+
+Flink's network shuffle becomes one Parquet dataset per chain out-edge and run
+(paths: see `exchange_fs`). Upstream subtask s writes, for every channel k of
+the edge, exactly one file `channel={k}/part-{s}.parquet` (empty when no record
+went there), so a reader can check it got every upstream subtask's file.
+Downstream subtask k reads exactly `channel={k}` of each input edge.
+
+File format
+  * pickled (default): columns `payload` (binary: the pickled record) and `ts`
+    (int64, nullable: the event timestamp), like PyFlink's default
+    PickledByteArray type.
+  * typed (the stream declares `output_type`): the declared columns plus `_ts`,
+    readable by plain Spark/Arrow; see `exchange_types`.
+  * watermarks are not rows: they are stored in the file's key-value metadata
+    `flinkchain.watermarks` as JSON `[[position, watermark], ...]`, position =
+    number of records of the file written before the watermark. The reader
+    replays them at those positions, so each channel file is one ordered input
+    channel for the downstream WatermarkValve. A watermark status is stored the
+    same way, as `"idle"` or `"active"` in place of the watermark.
+  * metadata `flinkchain.edge`, `flinkchain.channel`, `flinkchain.subtask`,
+    `flinkchain.records`, `flinkchain.format` let the reader reject a foreign,
+    misplaced or truncated file with an error naming the edge and the file.
+
+Writers buffer records per channel into Arrow batches of `BATCH_ROWS` rows and
+stream them into one Parquet file per channel (never one file per record).
+Pickled records are serialized when written (so a later mutation of the object
+cannot change what was sent, as Flink's RecordWriter serializes at once).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any, Iterator, Optional
+
+import cloudpickle
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark, WatermarkStatus
+from airflow_flinkchain.runtime.exchange.layout import Location, channel_dir_name, part_name
+from airflow_flinkchain.runtime.exchange.schema import (
+    RecordTypeError,
+    batch_to_records,
+    parse_output_type,
+    records_to_batch,
+    with_ts,
+    TS_COLUMN,
+)
+from airflow_flinkchain.runtime.core.valve import WatermarkValve
+
+BATCH_ROWS = 65536
+_IDLE, _ACTIVE = "idle", "active"  # watermark statuses among the stored watermarks
+PICKLED_SCHEMA = pa.schema([("payload", pa.binary()), ("ts", pa.int64())])
+META_PREFIX = "flinkchain."
+
+
+class ExchangeError(RuntimeError):
+    """Exchange data is missing, incomplete, corrupt or foreign."""
+
+
+class _Dumps:
+    """pickle.dumps, falling back for good to cloudpickle once a record needs it
+    (instances of classes defined in a DAG file loaded by value)."""
+
+    def __init__(self):
+        self.fn = pickle.dumps
+
+    def __call__(self, obj: Any) -> bytes:
+        try:
+            return self.fn(obj, protocol=5)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            if self.fn is cloudpickle.dumps:
+                raise
+            self.fn = cloudpickle.dumps
+            return self.fn(obj, protocol=5)
+
+
+class ChannelFileWriter:
+    """One Parquet file: one channel of one edge written by one upstream subtask."""
+
+    def __init__(self, location: Location, schema: Optional[pa.Schema], label: str, meta: dict):
+        self.location = location
+        self.schema = schema
+        self.label = label
+        self.meta = meta
+        self.arrow_schema = with_ts(schema) if schema is not None else PICKLED_SCHEMA
+        self.fields = schema.names if schema is not None else None
+        self.dumps = _Dumps()
+        self.values: list = []  # pickled payloads, or dict records for typed files
+        self.ts: list = []
+        self.watermarks: list = []
+        self.count = 0
+        self._writer: Optional[pq.ParquetWriter] = None
+
+    def add(self, record: Any, ts: Optional[int] = None) -> None:
+        if self.fields is None:
+            self.values.append(self.dumps(record))
+        else:
+            self.values.append(dict(record) if isinstance(record, dict) else record)
+        self.ts.append(ts)
+        if len(self.values) >= BATCH_ROWS:
+            self.flush()
+
+    def add_watermark(self, watermark: int) -> None:
+        self.watermarks.append([self.count + len(self.values), int(watermark)])
+
+    def add_watermark_status(self, idle: bool) -> None:
+        self.watermarks.append([self.count + len(self.values), _IDLE if idle else _ACTIVE])
+
+    def flush(self) -> None:
+        if not self.values:
+            return
+        if self.fields is None:
+            batch = pa.RecordBatch.from_arrays(
+                [pa.array(self.values, pa.binary()), pa.array(self.ts, pa.int64())], schema=PICKLED_SCHEMA
+            )
+        else:
+            batch = records_to_batch(self.values, self.ts, self.schema, self.label)
+        self._open().write_batch(batch)
+        self.count += len(self.values)
+        self.values, self.ts = [], []
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            self.location.parent().makedirs()
+            self._writer = pq.ParquetWriter(self.location.path, self.arrow_schema, filesystem=self.location.fs)
+        return self._writer
+
+    def close(self) -> int:
+        self.flush()
+        writer = self._open()
+        meta = {**self.meta, "records": self.count, "watermarks": self.watermarks,
+                "format": "pickle" if self.fields is None else "typed"}
+        writer.add_key_value_metadata({META_PREFIX + k: json.dumps(v) for k, v in meta.items()})
+        writer.close()
+        return self.count
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:
+                pass
+
+
+class DatasetWriter:
+    """What one subtask writes to one dataset (an edge with `num_channels`
+    channels, or a collect sink: one channel, no channel directories)."""
+
+    def __init__(self, location: Location, dataset: str, subtask: int, num_channels: int = 1,
+                 output_type: Any = None, label: str = "", channel_dirs: bool = True):
+        self.location = location
+        self.dataset = dataset
+        self.subtask = subtask
+        self.num_channels = num_channels
+        self.label = label or dataset
+        self.schema = parse_output_type(output_type, self.label)
+        self.channel_dirs = channel_dirs
+        self.channels: list[Optional[ChannelFileWriter]] = [None] * num_channels
+
+    def channel(self, k: int) -> ChannelFileWriter:
+        w = self.channels[k]
+        if w is None:
+            loc = self.location.join(channel_dir_name(k), part_name(self.subtask)) if self.channel_dirs \
+                else self.location.join(part_name(self.subtask))
+            meta = {"edge": self.dataset, "channel": k, "subtask": self.subtask}
+            w = self.channels[k] = ChannelFileWriter(loc, self.schema, self.label, meta)
+        return w
+
+    def write(self, channel: int, record: Any, ts: Optional[int] = None) -> None:
+        w = self.channels[channel]
+        if w is None:
+            w = self.channel(channel)
+        w.add(record, ts)
+
+    @property
+    def records(self) -> int:
+        """Records written so far (all channels)."""
+        return sum(w.count + len(w.values) for w in self.channels if w is not None)
+
+    def write_watermark(self, channel: int, watermark: int) -> None:
+        self.channel(channel).add_watermark(watermark)
+
+    def broadcast_watermark(self, watermark: int) -> None:
+        for k in range(self.num_channels):
+            self.channel(k).add_watermark(watermark)
+
+    def write_watermark_status(self, channel: int, idle: bool) -> None:
+        self.channel(channel).add_watermark_status(idle)
+
+    def close(self) -> list[int]:
+        """Write every channel's file (empty ones too); records per channel."""
+        return [self.channel(k).close() for k in range(self.num_channels)]
+
+    def abort(self) -> None:
+        for w in self.channels:
+            if w is not None:
+                w.abort()
+
+
+class ChannelFile:
+    """One committed channel file, checked on open; `elements()` yields the
+    core's input elements: bare values (no timestamp), StreamRecord(value, ts),
+    Watermark(ts) at the positions they were written."""
+
+    def __init__(self, fs, path: str, dataset: str, channel: Optional[int]):
+        self.path = path
+        self.dataset = dataset
+        try:
+            self.file = pq.ParquetFile(fs.open_input_file(path))
+            raw = self.file.metadata.metadata or {}
+        except Exception as exc:
+            raise self._bad(f"is not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        meta = {k.decode()[len(META_PREFIX):]: json.loads(v) for k, v in raw.items()
+                if k.decode().startswith(META_PREFIX)}
+        if meta.get("edge") != dataset or (channel is not None and meta.get("channel") != channel):
+            raise self._bad(f"was not written for this dataset/channel (found edge={meta.get('edge')!r}, "
+                            f"channel={meta.get('channel')!r})")
+        if self.file.metadata.num_rows != meta.get("records"):
+            raise self._bad(f"holds {self.file.metadata.num_rows} rows but was written with {meta.get('records')}")
+        self.format = meta.get("format")
+        self.watermarks = meta.get("watermarks") or []
+        self.records = meta["records"]
+        # idle at its start (an upstream subtask that saw no record): left out of the valve from the start
+        first = self.watermarks[0] if self.watermarks else None
+        self.initially_idle = first is not None and first[0] == 0 and first[1] == _IDLE
+
+    def _bad(self, why: str) -> ExchangeError:
+        return ExchangeError(f"exchange dataset {self.dataset!r}: file {self.path} {why}; "
+                             "clear the upstream task to rewrite the dataset")
+
+    def elements(self) -> Iterator:
+        try:
+            yield from self._elements()
+        except ExchangeError:
+            raise
+        except Exception as exc:
+            raise self._bad(f"could not be decoded ({type(exc).__name__}: {exc})") from None
+
+    def _elements(self) -> Iterator:
+        pending = list(self.watermarks)
+        position = 0
+        loads = pickle.loads
+        for batch in self.file.iter_batches(batch_size=BATCH_ROWS):
+            if self.format == "pickle":
+                values = [loads(p) for p in batch.column(0).to_pylist()]
+                ts_col = batch.column(1)
+            else:
+                values, _ = batch_to_records(batch)
+                ts_col = batch.column(TS_COLUMN)
+            if ts_col.null_count == len(ts_col):
+                elements = values
+            else:
+                elements = [v if t is None else StreamRecord(v, t) for v, t in zip(values, ts_col.to_pylist())]
+            if not pending:
+                yield from elements
+                continue
+            for el in elements:
+                while pending and pending[0][0] <= position:
+                    yield _marker(pending.pop(0)[1])
+                yield el
+                position += 1
+        for _, wm in pending:
+            yield _marker(wm)
+
+
+def _marker(mark: Any) -> Any:
+    """A stored watermark (an int) or watermark status ("idle" / "active")."""
+    if isinstance(mark, str):
+        return WatermarkStatus.IDLE if mark == _IDLE else WatermarkStatus.ACTIVE
+    return Watermark(mark)
+
+
+def open_channel(location: Location, dataset: str, channel: Optional[int],
+                 expected_files: Optional[int] = None) -> list[ChannelFile]:
+    """The files of one channel of a committed dataset, in upstream-subtask order
+    (`channel=None`: a dataset without channel directories, e.g. collect)."""
+    if not location.exists():
+        raise ExchangeError(
+            f"exchange dataset {dataset!r} is not committed at {location.uri}: the upstream chain "
+            "has not finished successfully for this run; run (or clear) the upstream task first"
+        )
+    folder = location.join(channel_dir_name(channel)) if channel is not None else location
+    files = folder.list_files(recursive=False)
+    if expected_files is not None and len(files) != expected_files:
+        raise ExchangeError(
+            f"exchange dataset {dataset!r} channel {channel} at {folder.uri} has {len(files)} part files, "
+            f"expected {expected_files} (one per upstream subtask): the dataset is incomplete or was "
+            "modified; clear the upstream task to rewrite it"
+        )
+    return [ChannelFile(location.fs, path, dataset, channel) for path in files]
+
+
+def merged_input(files: list[ChannelFile]) -> Iterator:
+    """The input of one downstream subtask: its channel files one after the other
+    (deterministic: input edges in order, then upstream subtask order). When any
+    file carries watermarks, they go through a WatermarkValve (one input
+    channel per file): the subtask's watermark is the minimum over its inputs."""
+    if not files:
+        return iter(())
+    if not any(f.watermarks for f in files):
+        return (el for f in files for el in f.elements())
+    valve = WatermarkValve(len(files))
+    for i, f in enumerate(files):
+        if getattr(f, "initially_idle", False):
+            # the files are read one after the other: a channel idle from its start must not
+            # hold back the watermark while the files before it are read
+            valve.input_watermark_status(i, True)
+    return valve.merge((i, el) for i, f in enumerate(files) for el in f.elements())
+
+
+def read_records(location: Location, dataset: str) -> list:
+    """All record values of a committed single-channel dataset (collect sinks)."""
+    out = []
+    for f in open_channel(location, dataset, None):
+        out.extend(el.value if type(el) is StreamRecord else el
+                   for el in f.elements() if type(el) is not Watermark)
+    return out
+
+
+__all__ = [
+    "BATCH_ROWS", "ChannelFile", "DatasetWriter", "ExchangeError", "RecordTypeError",
+    "merged_input", "open_channel", "read_records",
+]

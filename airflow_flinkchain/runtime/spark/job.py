@@ -1,0 +1,181 @@
+"""One chain of a plan, run as one Spark job.
+
+Spark is the parallel executor: subtask k of a chain is Spark partition k. The
+job builds a DataFrame with exactly `chain.parallelism` partitions (the source
+files repartitioned, or `spark.range(p)` as a placeholder when the input comes
+from the exchange, a collection or SQL) and runs `mapInArrow` with a function
+that, in partition k (TaskContext.partitionId() = subtask index):
+  1. builds the subtask's input: its source split (Arrow batches -> dict
+     records), the collection (subtask 0; the items travel in the pickled plan,
+     broadcast once), a SQL query (subtask 0), or channel k of each input edge
+     read with pyarrow from the committed exchange datasets;
+  2. runs the core's `run_subtask()` (OperatorChain lifecycle);
+  3. writes each out-edge's records per channel, collect/file sinks and staged
+     SQL rows with pyarrow straight into the attempt's directory;
+  4. yields ONE small Arrow batch: the subtask's metrics as JSON. A user error
+     is caught and reported in that batch (not raised through Spark), so the
+     driver gets the core's message naming operator, chain, subtask and record,
+     and deterministic user errors are not retried by Spark; infrastructure
+     failures (lost executor) still fail the Spark task, which Spark retries and
+     whose retry overwrites the same part files.
+Sources and sinks are read and written by their connectors (`runtime.connectors`,
+looked up by descriptor type). The driver collects the metrics and COMMITS
+(see `exchange.layout`): SQL sinks in one
+transaction per table, then every dataset renamed from the attempt onto its
+final path, replacing earlier attempts. On any failure the attempt directory
+is deleted: nothing of a failed attempt becomes visible. Data moves as Arrow
+batches between Spark and Python, never as pickled Spark rows.
+
+Templated paths (`{{ ds }}`) are rendered by the caller and passed as
+`overrides = {node_key: {"path": rendered}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Optional
+
+from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime.connectors import ConnectorContext, sink_connector, source_reader
+from airflow_flinkchain.runtime.core.serialize import loads_plan
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, replace
+from airflow_flinkchain.runtime.spark.plan_file import ship_plan
+from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
+from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition
+from airflow_flinkchain.runtime.stream_task import check_output_types
+
+METRICS_SCHEMA = "metrics string"
+
+
+@dataclass
+class ChainRunResult:
+    chain_id: str
+    run_id: str
+    attempt_id: str
+    metrics: dict
+    outputs: list = field(default_factory=list)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _path_of(node, overrides: dict) -> str:
+    path = (overrides.get(node.key) or {}).get("path", node.function.path)
+    if "{{" in path or "{%" in path:
+        raise ValueError(f"operator {node.name!r}: path {path!r} is an unrendered template; the caller must "
+                         f"render it (overrides={{{node.key!r}: {{'path': ...}}}}) - execute() and the Airflow "
+                         "task do this")
+    return path
+
+
+def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: str, overrides: dict) -> SubtaskSpec:
+    """Everything a subtask needs besides the plan (picklable, small)."""
+    g = job.stream_graph
+    chain = job.chain(chain_id)
+    attempt = area.attempt(chain_id, attempt_id)
+    inputs = [(e, area.edge(e), job.chain(job.edge(e).source).parallelism) for e in chain.in_edges]
+    outputs = {}
+    for e in chain.out_edges:
+        ce = job.edge(e)
+        src = g.node(ce.stream_edge.source_id)
+        outputs[e] = {"location": attempt.edge(e), "channels": job.chain(ce.target).parallelism,
+                      "output_type": src.output_type if ce.output_tag is None else ce.stream_edge.output_type,
+                      "label": f"operator {src.name!r} writing edge {e!r}"}
+    def context(node, label: str) -> ConnectorContext:
+        path = _path_of(node, overrides) if isinstance(getattr(node.function, "path", None), str) else None
+        return ConnectorContext(node.name, node.key, label, path, area, attempt)
+
+    sinks = {node.key: sink_connector(node.function, context(node, f"sink {node.name!r}"))
+             for node in map(g.node, chain.node_ids) if node.kind is OperatorKind.SINK}
+    head = g.node(chain.head_id)
+    source = None
+    if head.kind is OperatorKind.SOURCE:
+        source = source_reader(head.function, context(head, f"source {head.name!r}"))
+    return SubtaskSpec(chain_id=chain_id, run_id=run_id, head_key=head.key, source=source,
+                       inputs=inputs, outputs=outputs, sinks=sinks)
+
+
+def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id: Optional[str] = None,
+              attempt_id: Optional[str] = None, overrides: Optional[dict] = None,
+              plan_bytes: Optional[bytes] = None) -> ChainRunResult:
+    """Run one attempt of one chain and commit its outputs; raises ChainRunError
+    (after writing the failed metrics document) when it fails."""
+    dag_id = dag_id or job.pipeline
+    attempt_id = attempt_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    overrides = overrides or {}
+    area = ExchangeArea(exchange_root, dag_id, run_id)
+    chain = job.chain(chain_id)
+    doc = {"pipeline": job.pipeline, "dag_id": dag_id, "run_id": run_id, "chain": chain_id,
+           "attempt": attempt_id, "spark_app_id": spark.sparkContext.applicationId, "state": "running",
+           "error": None, "started_at": _now(), "ended_at": None, "operators": [], "outputs": []}
+    attempt = area.attempt(chain_id, attempt_id)
+    spec = None
+    try:
+        check_output_types(job, chain.id)
+        attempt.clear_stale()
+        if plan_bytes is None:  # shipped for this attempt only: its collections go with the attempt dir
+            plan_bytes = ship_plan(job, attempt.dir.join("_collections"))
+            job = loads_plan(plan_bytes)  # its collections are references to their data files now
+        spec = build_spec(job, chain_id, run_id, area, attempt_id, overrides)
+        plan = spark.sparkContext.broadcast(plan_bytes)
+        df = spec.source.input_dataframe(spark, chain.parallelism) if spec.source is not None else None
+        if df is None:  # placeholder input: one empty partition per subtask
+            df = spark.range(0, chain.parallelism, 1, numPartitions=chain.parallelism)
+
+        def per_partition(batches):
+            return run_partition(plan, spec, batches)
+
+        rows = df.mapInArrow(per_partition, METRICS_SCHEMA).collect()
+        reports = sorted((json.loads(r["metrics"]) for r in rows), key=lambda r: r["subtask"])
+        for r in reports:
+            doc["operators"].extend(r.get("operators", []))
+        errors = [r for r in reports if r.get("error")]
+        if errors:
+            raise ChainRunError(errors[0]["error"])
+        if len(reports) != chain.parallelism:
+            raise ChainRunError(f"chain {chain_id!r}: {len(reports)} of {chain.parallelism} subtasks reported")
+        doc["outputs"] = _commit(job, spec, area, run_id, reports)
+        doc["state"] = "success"
+    except Exception as exc:
+        doc["state"] = "failed"
+        doc["error"] = _error_text(exc)
+        raise ChainRunError(doc["error"], doc) from exc
+    finally:
+        doc["ended_at"] = _now()
+        try:
+            attempt.discard()
+            # File sinks stage next to their target (same filesystem, rename commit): a failed
+            # attempt's staged files must not stay behind either.
+            for sink in (spec.sinks.values() if spec is not None else ()):
+                sink.discard()
+        finally:
+            area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
+    return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    marker = "ChainExecutionError: "  # a Spark-wrapped Python traceback: keep the core's message
+    if marker in text:
+        text = text.rsplit(marker, 1)[1].strip().splitlines()[0]
+    return text or type(exc).__name__
+
+
+def _commit(job, spec: SubtaskSpec, area: ExchangeArea, run_id: str, reports: list) -> list:
+    counts: dict[str, int] = {}
+    for r in reports:
+        for name, n in r.get("written", {}).items():
+            counts[name] = counts.get(name, 0) + n
+    # the commits that can fail for outside reasons (a database) first: nothing else is visible yet
+    sinks = sorted(spec.sinks.items(), key=lambda item: not item[1].commits_first)
+    outputs = [{"sink": key, **sink.commit(run_id, counts.get(key, 0))} for key, sink in sinks if sink.commits_first]
+    for e in spec.outputs:
+        replace(spec.outputs[e]["location"], area.edge(e), area.trash())
+        outputs.append({"edge": e, "path": area.edge(e).uri, "records": counts.get(e, 0)})
+    outputs += [{"sink": key, **sink.commit(run_id, counts.get(key, 0))} for key, sink in sinks
+                if not sink.commits_first]
+    return outputs

@@ -1,0 +1,42 @@
+"""MkDocs hooks: pages that show facts kept elsewhere in the repository, read at build time.
+
+- The home page is README.md (placeholder `<!-- readme -->`), its `docs/` links made
+  relative to the site.
+- The benchmarks page shows the committed report: the figures live in one place,
+  `benchmarks/results/report.json` (written by `make bench`), and the plots next to
+  it; the placeholder `<!-- bench-table -->` becomes `benchmarks.bench_table`'s Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results"
+README_PLACEHOLDER = "<!-- readme -->"
+BENCH_PLACEHOLDER = "<!-- bench-table -->"
+
+
+def on_files(files, config):
+    for png in sorted(RESULTS.glob("*.png")):
+        files.append(File.generated(config, f"img/benchmarks/{png.name}", abs_src_path=str(png)))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    if README_PLACEHOLDER in markdown:
+        readme = (REPO / "README.md").read_text().replace("](docs/", "](")
+        markdown = markdown.replace(README_PLACEHOLDER, readme)
+    if BENCH_PLACEHOLDER in markdown:
+        sys.path.insert(0, str(REPO))
+        try:
+            from benchmarks.bench_table import table
+        finally:
+            sys.path.pop(0)
+        report = json.loads((RESULTS / "report.json").read_text())
+        markdown = markdown.replace(BENCH_PLACEHOLDER, table(report))
+    return markdown
