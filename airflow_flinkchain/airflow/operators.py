@@ -40,7 +40,6 @@ KILL_GRACE_SECONDS = 10
 #: The provider hook's constructor arguments: what the operator hands to its hook.
 _HOOK_ARGS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
 #: The JVM class a spark-submit process runs (how on_kill recognises it among its children).
-_SPARK_SUBMIT_CLASS = "org.apache.spark.deploy.SparkSubmit"
 
 
 class ChainSubmitHook(SparkSubmitHook):
@@ -241,7 +240,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         the SparkContext, which cancels the running tasks so subtasks reach their
         `dispose`; after KILL_GRACE_SECONDS the provider's on_kill SIGKILLs what is left
         (and kills the driver/application on a cluster)."""
-        for proc in _spark_submit_children():
+        for proc in _spark_submit_process(getattr(self, "_hook", None)):
             family = _process_tree(proc.pid)
             self.log.info("Stopping spark-submit (pid %s) and %d child process(es)", proc.pid, len(family) - 1)
             for pid in family:
@@ -263,20 +262,18 @@ def spark_master(conn) -> str:
     return f"{master}:{conn.port}" if conn.port else master
 
 
-def _spark_submit_children() -> list:
-    """The spark-submit processes this task started (children of this process; the
-    provider's hook runs spark-submit as a subprocess)."""
+def _spark_submit_process(hook) -> list:
+    """The spark-submit process this task's hook started, if still running. Only that one:
+    other SparkSubmit children of this process (a SparkSession's gateway JVM in the same
+    interpreter, another task's submit) are not this task's to stop."""
+    sp = getattr(hook, "_submit_sp", None) if hook is not None else None
+    if sp is None:
+        return []
     try:
         import psutil
 
-        out = []
-        for child in psutil.Process().children():
-            try:
-                if _SPARK_SUBMIT_CLASS in " ".join(child.cmdline()) and _running(child):
-                    out.append(child)
-            except psutil.Error:
-                pass
-        return out
+        proc = psutil.Process(sp.pid)
+        return [proc] if _running(proc) else []
     except Exception:
         return []
 

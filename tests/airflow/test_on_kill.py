@@ -61,7 +61,9 @@ def _python_workers(root_pid):
     return out
 
 
-def test_on_kill_stops_spark_submit_and_every_child(tmp_path, monkeypatch):
+def test_on_kill_stops_spark_submit_and_every_child(spark, tmp_path, monkeypatch):
+    """`spark`: a SparkSession's gateway JVM is also a SparkSubmit child of this process; on_kill
+    must leave it alone (it stops only its own hook's spark-submit)."""
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"local[2]"}')
     monkeypatch.setattr(operators, "KILL_GRACE_SECONDS", 5)
     dag, _ = render(linear())
@@ -104,3 +106,4 @@ def test_on_kill_stops_spark_submit_and_every_child(tmp_path, monkeypatch):
         time.sleep(0.5)
     assert _alive(family) == [], [psutil.Process(p).cmdline() for p in _alive(family)]
     assert time.time() - started < operators.KILL_GRACE_SECONDS + 40
+    assert spark.range(3).count() == 3  # the session's JVM survived
