@@ -1,0 +1,145 @@
+"""All paths of a stream pipeline's `checkpoint_dir`, and the snapshot files of one subtask.
+
+Layout (see docs/stream-runs.md):
+
+    {checkpoint_dir}/
+        _latest.json                                  the commit point: {"checkpoint": n, "dir", "run_id"}
+        chk-{n:06d}/                                  one committed run (immutable)
+            _manifest.json
+            chains/{chain_id}/_chain.json             a chain's operators, source positions, sinks
+            chains/{chain_id}/operators/{operator_key}/subtask-{k:05d}.pkl
+            chains/{chain_id}/sinks/{sink_key}/part-*  staged sink output, moved away when published
+        _runs/{run_id}/                               a run in progress
+            _run.json                                 base checkpoint, drain, ...
+            chains/{chain_id}/...                     a chain's committed attempt, as in chk-*/chains/
+            _attempts/{chain_id}/{attempt_id}/...     a running chain attempt
+
+Ids become segments through `path_names.path_segment`, as in the exchange area.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Optional
+
+from airflow_flinkchain.path_names import path_segment
+from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
+from airflow_flinkchain.runtime.exchange.layout import Location
+
+LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.json", "_chain.json"
+
+
+class CheckpointArea:
+    """The paths under one `checkpoint_dir`."""
+
+    def __init__(self, checkpoint_dir: str):
+        if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
+            raise ValueError(f"checkpoint_dir must be a non-empty path string, got {checkpoint_dir!r}")
+        self.root = Location(checkpoint_dir)
+
+    @staticmethod
+    def checkpoint_name(n: int) -> str:
+        return f"chk-{n:06d}"
+
+    def checkpoint(self, n: int) -> Location:
+        return self.root.join(self.checkpoint_name(n))
+
+    def latest(self) -> Location:
+        return self.root.join(LATEST)
+
+    def runs(self) -> Location:
+        return self.root.join("_runs")
+
+    def run(self, run_id: str) -> Location:
+        return self.runs().join(path_segment(run_id, "run id"))
+
+    def chain_attempt(self, run_id: str, chain_id: str, attempt_id: str) -> Location:
+        return self.run(run_id).join("_attempts", path_segment(chain_id, "chain id"),
+                                     path_segment(attempt_id, "attempt id"))
+
+    def read_latest(self) -> Optional[dict]:
+        loc = self.latest()
+        return json.loads(loc.read_text()) if loc.exists() else None
+
+    def write_latest(self, doc: dict) -> None:
+        """Replace the pointer: written aside, then renamed over the old one (one rename:
+        atomic on POSIX and HDFS; a single PUT on object stores)."""
+        final = self.latest()
+        tmp = final.sibling(f".{LATEST}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(doc, indent=1))
+        final.fs.move(tmp.path, final.path)
+
+    def checkpoints(self) -> list[int]:
+        """Ids of the checkpoint directories present, ascending."""
+        from pyarrow import fs as pafs
+
+        if not self.root.exists():
+            return []
+        ids = []
+        for info in self.root.fs.get_file_info(pafs.FileSelector(self.root.path)):
+            name = info.base_name
+            if info.type == pafs.FileType.Directory and name.startswith("chk-") and name[4:].isdigit():
+                ids.append(int(name[4:]))
+        return sorted(ids)
+
+
+def chain_dir(base: Location, chain_id: str) -> Location:
+    """A chain's directory inside a checkpoint or a run's staging."""
+    return base.join("chains", path_segment(chain_id, "chain id"))
+
+
+def operator_file(chain_base: Location, operator_key: str, subtask: int) -> Location:
+    return chain_base.join("operators", path_segment(operator_key, "operator key"), f"subtask-{subtask:05d}.pkl")
+
+
+def sink_dir(chain_base: Location, sink_key: str) -> Location:
+    return chain_base.join("sinks", path_segment(sink_key, "sink key"))
+
+
+def holds_state(state: dict) -> bool:
+    """Whether an operator's snapshot holds more than its watermark (for `allow_non_restored_state`)."""
+    keyed = state.get("keyed_state") or {}
+    timers = state.get("timers") or {}
+    return bool(keyed.get("key_groups") or timers.get("key_groups") or state.get("generator") is not None
+                or any((state.get("broadcast") or {}).values()))
+
+
+class SubtaskCheckpointFiles:
+    """`core.interfaces.SubtaskCheckpoint` over files (picklable: shipped to the subtasks).
+    `restore_from`: operator key -> the snapshot files of its former subtasks, in subtask
+    order; `stage`: the chain attempt's staging directory."""
+
+    def __init__(self, drain: bool, parallelism: int, restore_from: dict, stage: Location):
+        self.drain = drain
+        self.parallelism = parallelism
+        self.restore_from = restore_from
+        self.stage = stage
+        self._summary: dict = {}
+
+    def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
+        files = self.restore_from.get(operator_key)
+        if not files:
+            return [], None
+        snapshots = [loads_plan(Location(uri).read_bytes()) for uri in files]
+        own = snapshots[subtask] if len(files) == self.parallelism else None
+        return snapshots, own
+
+    def write(self, operator_key: str, subtask: int, state: dict) -> None:
+        data = dumps_plan(state)
+        operator_file(self.stage, operator_key, subtask).write_bytes(data)
+        wm = state.get("watermark", MIN_WATERMARK_TS)
+        self._summary[operator_key] = {"stateful": holds_state(state), "bytes": len(data),
+                                       "watermark": wm if wm > MIN_WATERMARK_TS else None}
+
+    def summary(self) -> dict:
+        return dict(self._summary)
+
+
+def read_json(loc: Location) -> Any:
+    return json.loads(loc.read_text())
+
+
+def write_json(loc: Location, doc: Any) -> None:
+    loc.write_text(json.dumps(doc, indent=1, default=str))
