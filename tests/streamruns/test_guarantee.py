@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_flinkchain import StreamPipeline
+from airflow_flinkchain.common import Watermark, WatermarkGenerator, WatermarkStrategy
+from tests.conformance_cases import WithTimestamp, as_multiset, event_time_of, first_field, sum_values, window_assigner
 from tests.streamruns.cases import build, collected, differences, make_records, reference, slices
-from tests.streamruns.partitioned_log import append
+from tests.streamruns.partitioned_log import PartitionedLog, append
 
 
 def run_sliced(tmp_path, records: list, n: int, parallelism_of=lambda k: 2, drain_parallelism: int = 2) -> list:
@@ -51,9 +54,9 @@ def test_without_drain_pending_windows_wait(tmp_path):
     assert drained.output("bucket") == [(("a", 799, 2), 799)]
 
 
-def test_watermark_generator_state_carries_over(tmp_path):
-    """Stronger than Flink: the generator keeps its maximum timestamp, so a record that is
-    late for the last run's watermark is late in the next run too (dropped by the window)."""
+def test_watermark_carries_over(tmp_path):
+    """The next run starts at the watermark the last one reached: a record behind it is late
+    in the next run too (dropped by the window), as in one continuous run."""
     log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
     append(log, "p0", [("a", 1, 100), ("a", 2, 2000)])  # watermark 1499: window [0, 1000) fires
     first = build("p", log, ckpt, sinks=("tumbling",)).execute_local(run_id="r1")
@@ -61,3 +64,52 @@ def test_watermark_generator_state_carries_over(tmp_path):
     append(log, "p0", [("a", 3, 300)])  # behind the carried-over watermark: late, dropped
     second = build("p", log, ckpt, sinks=("tumbling",)).execute_local(run_id="r2", drain=True)
     assert second.output("tumbling") == [(("a", 2, 2000), 2999)]
+
+
+class EveryThirdRecord(WatermarkGenerator):
+    """A punctuated generator with state: the watermark (max timestamp - 1) goes out on every
+    third record only, so a generator that restarted each run would emit at other points."""
+
+    def __init__(self):
+        self.count, self.max_ts = 0, None
+
+    def on_event(self, event, event_timestamp, output):
+        self.count += 1
+        self.max_ts = event_timestamp if self.max_ts is None else max(self.max_ts, event_timestamp)
+        if self.count % 3 == 0:
+            output.emit_watermark(Watermark(self.max_ts - 1))
+
+    def on_periodic_emit(self, output):
+        pass
+
+
+def every_third(_context):
+    return EveryThirdRecord()
+
+
+def test_stateful_watermark_generator_resumes_across_runs(tmp_path):
+    """Stronger than Flink, whose generators start afresh after a restore: with runs of two
+    records each, a restarted count would never reach three and no window would fire
+    before the drain."""
+    records = [("a", i, 400 * i) for i in range(12)]
+    strategy = WatermarkStrategy.for_generator(every_third).with_timestamp_assigner(event_time_of)
+
+    def pipeline(log, ckpt=None):
+        p = StreamPipeline("gen", runtime_mode="streaming", checkpoint_dir=ckpt)
+        s = p.from_source(PartitionedLog(directory=log), name="log").uid("log")
+        s = s.assign_timestamps_and_watermarks(strategy).uid("wm")
+        w = s.key_by(first_field).window(window_assigner(["tumbling", 1000])).reduce(sum_values).uid("win")
+        w.process(WithTimestamp()).collect("out")
+        return p
+
+    whole = str(tmp_path / "whole")
+    append(whole, "p0", records)
+    want = as_multiset(pipeline(whole).execute_local().output("out"))
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    outputs = []
+    for k in range(6):
+        append(log, "p0", records[2 * k:2 * k + 2])
+        outputs.append(pipeline(log, ckpt).execute_local(run_id=f"r{k}").output("out"))
+    assert sum(map(len, outputs)) > 0  # windows fired before the drain
+    outputs.append(pipeline(log, ckpt).execute_local(run_id="drain", drain=True).output("out"))
+    assert as_multiset([r for out in outputs for r in out]) == want
