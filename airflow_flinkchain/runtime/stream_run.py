@@ -201,17 +201,17 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     commit point), then the file sinks are published. Returns the manifest."""
     area = run.area
     staged = area.run(run.run_id)
+    latest = area.read_latest()
+    if (latest["checkpoint"] if latest else None) != run.expected_latest:
+        raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
+                             f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
+                             "of one stream are refused (Airflow: max_active_runs=1)")
     docs = {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
         if not doc.exists():
             raise StreamRunError(f"stream run {run.run_id!r}: chain {chain.id!r} did not finish; the run cannot commit")
         docs[chain.id] = read_json(doc)
-    latest = area.read_latest()
-    if (latest["checkpoint"] if latest else None) != run.expected_latest:
-        raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
-                             f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
-                             "of one stream are refused (Airflow: max_active_runs=1)")
     n = max(area.checkpoints() + [0]) + 1
     manifest = {"pipeline": job.pipeline, "run_id": run.run_id, "checkpoint": n, "base": run.base, "seq": run.seq,
                 "drained": run.drain, "committed_at": _now(), "operators": {}, "sources": {}, "sinks": {},

@@ -4,11 +4,14 @@ operator, each into its own collect sink as `(value, timestamp)`."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 from typing import Any, Optional
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.functions import KeyedProcessFunction
+from airflow_flinkchain.io.sinks import JsonLinesSink
 from airflow_flinkchain.state import ValueStateDescriptor
 from tests.conformance_cases import (Average, BucketTimers, CountPerWindow, DebounceTimers, WithTimestamp,
                                      as_multiset, first_field, sum_values, watermark_strategy, window_assigner)
@@ -49,9 +52,27 @@ def stamp(stream: Any, name: str) -> None:
     stream.process(WithTimestamp()).name(f"{name}.stamp").collect(name)
 
 
+class FailOn:
+    """map: raises (or kills this process with SIGKILL) on the record with value `value`
+    while the file `marker` exists: a run that fails mid-way."""
+
+    def __init__(self, marker: str, value: int, kill: bool = False):
+        self.marker, self.value, self.kill = marker, value, kill
+
+    def __call__(self, record: tuple) -> tuple:
+        if record[1] == self.value and os.path.exists(self.marker):
+            if self.kill:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError(f"injected failure on {record!r}")
+        return record
+
+
 def build(name: str, log_dir: str, checkpoint_dir: Optional[str] = None, parallelism: int = 2,
-          sinks: tuple = SINKS, **kwargs: Any) -> StreamPipeline:
-    """The pipeline over the log at `log_dir`; `parallelism`: of every keyed operator."""
+          sinks: tuple = SINKS, fail: Optional[FailOn] = None, file_sink: Optional[str] = None,
+          **kwargs: Any) -> StreamPipeline:
+    """The pipeline over the log at `log_dir`; `parallelism`: of every keyed operator;
+    `fail`: a FailOn before the dedup operator (in a chain downstream of the first);
+    `file_sink`: the tumbling windows' results also go to JSON files there."""
     p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=checkpoint_dir, **kwargs)
     src = p.from_source(PartitionedLog(directory=log_dir), name="log").uid("log").set_parallelism(1)
     s = src.assign_timestamps_and_watermarks(watermark_strategy({"bounded": 500})).uid("wm").set_parallelism(1)
@@ -67,10 +88,14 @@ def build(name: str, log_dir: str, checkpoint_dir: Optional[str] = None, paralle
         "bucket": lambda: keyed.process(BucketTimers(800)),
         "debounce": lambda: keyed.process(DebounceTimers(900)),
         "rolling": lambda: keyed.reduce(sum_values),
-        "dedup": lambda: s.key_by(dedup_key).process(FirstPerKey()),
+        "dedup": lambda: (s if fail is None else s.key_by(dedup_key).map(fail).name("fail").set_parallelism(
+            parallelism)).key_by(dedup_key).process(FirstPerKey()),
     }
     for sink in sinks:
-        stamp(keyed_op(ops[sink](), sink), sink)
+        out = keyed_op(ops[sink](), sink)
+        if sink == "tumbling" and file_sink is not None:
+            out.sink_to(JsonLinesSink(file_sink), name="tumbling-files")
+        stamp(out, sink)
     return p
 
 
