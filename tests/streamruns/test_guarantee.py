@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_flinkchain import StreamPipeline
-from airflow_flinkchain.common import Watermark, WatermarkGenerator, WatermarkStrategy
+from airflow_flinkchain.common import Duration, Watermark, WatermarkGenerator, WatermarkStrategy
 from tests.conformance_cases import WithTimestamp, as_multiset, event_time_of, first_field, sum_values, window_assigner
 from tests.streamruns.cases import build, collected, differences, make_records, reference, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
@@ -113,3 +113,27 @@ def test_stateful_watermark_generator_resumes_across_runs(tmp_path):
     assert sum(map(len, outputs)) > 0  # windows fired before the drain
     outputs.append(pipeline(log, ckpt).execute_local(run_id="drain", drain=True).output("out"))
     assert as_multiset([r for out in outputs for r in out]) == want
+
+
+def test_downstream_valves_start_where_they_stopped(tmp_path):
+    """Watermarks generated at parallelism 2: in the second run only partition p0 (subtask 0)
+    gets records; the window downstream still sees subtask 1's watermark from the first run
+    (re-emitted at the start), so the window fires in the second run as it would in one run."""
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(500)).with_timestamp_assigner(
+        event_time_of)
+
+    def run(run_id, **kw):
+        p = StreamPipeline("valves", runtime_mode="streaming", checkpoint_dir=ckpt)
+        s = p.from_source(PartitionedLog(directory=log), name="log").set_parallelism(2)
+        s = s.assign_timestamps_and_watermarks(strategy).uid("wm").set_parallelism(2)
+        w = s.key_by(first_field).window(window_assigner(["tumbling", 1000])).reduce(sum_values).uid("win")
+        w.process(WithTimestamp()).collect("out")
+        return p.execute_local(run_id=run_id, **kw).output("out")
+
+    append(log, "p0", [("a", 1, 100)])
+    append(log, "p1", [("b", 2, 5000)])
+    assert run("r1") == []  # watermark min(-401, 4499)
+    append(log, "p0", [("a", 3, 3000)])
+    assert run("r2") == [(("a", 1, 100), 999)]  # min(2499, 4499): [0, 1000) fires
+    assert sorted(run("r3", drain=True)) == [(("a", 3, 3000), 3999), (("b", 2, 5000), 5999)]

@@ -2,9 +2,11 @@
 
 `plan_stream_source` runs on the driver at the start of a chain attempt (Flink's split
 enumerator): it asks the source what is available now and assigns each split's range
-[committed position, available end) to a subtask, contiguous ranges of the splits in
-sorted order. `StreamSourceReader` reads those ranges in the subtasks (Flink's split
-reader). Every source kind goes through the same three steps - discover, assign, read:
+[committed position, available end) to a subtask. `StreamSourceReader` reads those ranges
+in the subtasks (Flink's split reader). The splits of an `UnboundedSource` go to subtask
+(index among the sorted split ids) % parallelism in every run, so a split stays with its
+subtask (and its watermark generator) while the parallelism is unchanged; new files go
+in contiguous ranges of their sorted paths. Every source kind goes through the same three steps - discover, assign, read:
 
 * `UnboundedSource` (io/sources.py): the user's discover / initial_position / read_split;
 * `FileSource(monitor=True)`: splits are the files not read before (sorted; names
@@ -73,7 +75,11 @@ def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional
         ranges, new = _discover_splits(descriptor, positions, label)
     parallelism = parallelism if descriptor.parallel else 1
     n = len(ranges)
-    assignments = [ranges[k * n // parallelism:(k + 1) * n // parallelism] for k in range(parallelism)]
+    if isinstance(descriptor, UnboundedSource):  # split i of all known splits -> subtask i % p, in every run
+        assignments = [[r for i, r in enumerate(ranges) if i % parallelism == k and r[1] != r[2]]
+                       for k in range(parallelism)]
+    else:
+        assignments = [ranges[k * n // parallelism:(k + 1) * n // parallelism] for k in range(parallelism)]
     return StreamSourceReader(descriptor, path, label, assignments), new
 
 
@@ -87,11 +93,13 @@ def _discover_splits(source: UnboundedSource, positions: dict, label: str) -> tu
         raise TypeError(f"{label}: {type(source).__name__}.discover() must return {{split_id: end position}}, "
                         f"got {type(available).__name__}")
     ranges = []
-    for split_id in sorted(available, key=str):
+    for split_id in sorted(set(available) | set(committed), key=str):
+        if split_id not in available:  # gone from the source: keeps its position
+            ranges.append((split_id, committed[split_id], committed[split_id]))
+            continue
         start = committed[split_id] if split_id in committed else source.initial_position(split_id)
         end = available[split_id]
-        if start != end:
-            ranges.append((split_id, start, end))
+        ranges.append((split_id, start, end))  # empty ranges too: they keep the split -> subtask mapping
         committed[split_id] = end
     return ranges, {"splits": committed}
 
