@@ -145,3 +145,17 @@ def test_uid_evolution(tmp_path):
                    allow_non_restored_state=True).execute_local(run_id="r2", drain=True)
     assert second.output("rolling") == [(("a", 4, 300), 300)]  # the sum went on from run 1
     assert second.output("bucket") == [(("a", 799, 1), 799)]  # new: only run 2's record
+
+
+def test_changing_max_parallelism_fails_naming_the_operator(tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+
+    def run(run_id, max_parallelism):
+        p = StreamPipeline("mp", runtime_mode="streaming", checkpoint_dir=ckpt)
+        p.from_collection([("a", 1, 0)]).key_by(first_field).reduce(sum_values).uid("sum").name("sum").set_max_parallelism(
+            max_parallelism).collect("out")
+        return p.execute_local(run_id=run_id)
+
+    run("r1", 128)
+    with pytest.raises(ChainRunError, match=r"'sum'.*restore.*max parallelism"):
+        run("r2", 64)
