@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
@@ -59,7 +59,8 @@ class StreamRun:
         if not doc.exists():
             raise StreamRunError(f"stream run {run_id!r} of {checkpoint_dir!r} was not begun (no {doc.uri}); the "
                                  "setup step calls begin_stream_run() first, or the run was discarded by a later run")
-        return cls(**read_json(doc))
+        recorded = read_json(doc)
+        return cls(**{f.name: recorded[f.name] for f in fields(cls) if f.name in recorded})
 
     def base_manifest(self) -> Optional[dict]:
         if self.base is None:

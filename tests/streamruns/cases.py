@@ -122,3 +122,25 @@ def differences(got: dict, want: dict) -> list[str]:
             out.append(f"{sink}: missing {sorted((want[sink] - got[sink]).elements(), key=repr)[:5]}, "
                        f"unexpected {sorted((got[sink] - want[sink]).elements(), key=repr)[:5]}")
     return out
+
+
+class KillSparkSubmit:
+    """map: SIGKILLs the SparkSubmit JVM above this Python worker on the record with value
+    `value` while the file `marker` exists (removed first: the retry goes through)."""
+
+    def __init__(self, marker: str, value: int):
+        self.marker, self.value = marker, value
+
+    def __call__(self, record: tuple) -> tuple:
+        if record[1] == self.value and os.path.exists(self.marker):
+            os.remove(self.marker)
+            import psutil
+
+            proc = psutil.Process(os.getpid())
+            while proc is not None:
+                if any("org.apache.spark.deploy.SparkSubmit" in part for part in proc.cmdline()):
+                    os.kill(proc.pid, signal.SIGKILL)
+                    return record
+                proc = proc.parent()
+            raise RuntimeError("no SparkSubmit process above this worker")
+        return record

@@ -14,7 +14,7 @@ import pytest
 from airflow_flinkchain.runtime.exchange.checkpoints import chain_dir, sink_dir
 from airflow_flinkchain.runtime.exchange.layout import Location
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError
-from airflow_flinkchain.runtime.stream_run import StreamRunError, begin_stream_run, commit_stream_run
+from airflow_flinkchain.runtime.stream_run import StreamRun, StreamRunError, begin_stream_run, commit_stream_run
 from tests.conformance_cases import as_multiset
 from tests.streamruns.cases import FailOn, build, collected, differences, make_records, reference, slices
 from tests.streamruns.partitioned_log import append
@@ -150,3 +150,14 @@ def test_publication_interrupted_after_the_commit_point_is_finished_by_the_next_
     append(log, "p0", [("a", 3, 3500)])
     build("p", log, str(ckpt), sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r2")
     assert sorted(map(tuple, file_sink_rows(out))) == [("a", 1, 100), ("a", 2, 2000)]
+
+
+def test_chain_tasks_open_the_run_that_begin_recorded(tmp_path):
+    """What the Airflow chain and commit tasks do: StreamRun.open(checkpoint_dir, run_id)."""
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    append(log, "p0", [("a", 1, 100)])
+    job = build("p", log, ckpt, sinks=("tumbling",)).plan()
+    begun = begin_stream_run(job, ckpt, "r1", drain=True)
+    assert StreamRun.open(ckpt, "r1") == begun
+    with pytest.raises(StreamRunError, match="was not begun"):
+        StreamRun.open(ckpt, "r2")
