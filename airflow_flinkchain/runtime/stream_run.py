@@ -199,14 +199,23 @@ class ChainStreamStep:
 
 def commit_stream_run(job, run: StreamRun) -> dict:
     """Commit the run: its staging becomes checkpoint n, `_latest.json` points at it (the
-    commit point), then the file sinks are published. Returns the manifest."""
+    commit point), then the file sinks are published. Returns the manifest. Done again
+    after an interruption (a retried commit step), it finishes what the first try began."""
     area = run.area
-    staged = area.run(run.run_id)
     latest = area.read_latest()
+    if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
+            and latest["base"] == run.base):  # committed already: finish the publication
+        publish_sinks(area, latest["checkpoint"])
+        return read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
     if (latest["checkpoint"] if latest else None) != run.expected_latest:
         raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
                              "of one stream are refused (Airflow: max_active_runs=1)")
+    staged = area.run(run.run_id)
+    if not staged.exists():
+        moved = _moved_but_not_pointed_at(area, run, latest)
+        if moved is not None:
+            return _point_at(area, run, moved, latest)
     docs = {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
@@ -225,9 +234,27 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     for leftover in ("_attempts", "_trash"):
         if staged.join(leftover).exists():
             staged.join(leftover).delete()
+    write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
     final = area.checkpoint(n)
     final.fs.move(staged.path, final.path)
-    write_json(final.join(MANIFEST), manifest)
+    return _point_at(area, run, n, latest)
+
+
+def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Optional[dict]) -> Optional[int]:
+    """A checkpoint this run moved into place before it was interrupted, if any."""
+    for n in reversed(area.checkpoints()):
+        if latest is not None and n <= latest["checkpoint"]:
+            break
+        doc = area.checkpoint(n).join(MANIFEST)
+        if doc.exists():
+            m = read_json(doc)
+            if m["run_id"] == run.run_id and m["base"] == run.base:
+                return n
+    return None
+
+
+def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
+    """The commit point (the pointer), then the publication and the retention."""
     history = dict(latest["history"]) if latest else {}
     history[run.run_id] = n
     area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
@@ -236,7 +263,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
-    return manifest
+    return read_json(area.checkpoint(n).join(MANIFEST))
 
 
 def publish_sinks(area: CheckpointArea, n: int) -> list[str]:

@@ -161,3 +161,31 @@ def test_chain_tasks_open_the_run_that_begin_recorded(tmp_path):
     assert StreamRun.open(ckpt, "r1") == begun
     with pytest.raises(StreamRunError, match="was not begun"):
         StreamRun.open(ckpt, "r2")
+
+
+def test_a_commit_step_retried_after_an_interruption_finishes_the_commit(tmp_path):
+    """The commit step killed after moving the run into place (before the pointer), or after
+    the pointer: its retry finishes the same commit; nothing is committed twice."""
+    log, ckpt, out = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "files"
+    append(log, "p0", [("a", 1, 100), ("a", 2, 2000)])
+    p = build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out))
+    p.execute_local(run_id="r1")
+    job = p.plan()
+    # interrupted after the move: the run's directory is checkpoint 2, the pointer still says 1
+    run = begin_stream_run(job, ckpt, "r2")
+    from airflow_flinkchain.runtime.local.runner import LocalChainRun, MemoryExchange
+    from airflow_flinkchain.runtime.core.serialize import dumps_plan
+
+    exchange, plan = MemoryExchange(), dumps_plan(job)
+    for chain in job.chains:
+        LocalChainRun(job, chain.id, "r2", plan, exchange, {}, run).run()
+    staged = Path(ckpt) / "_runs" / "r2"
+    (staged / "_manifest.json").write_text(json.dumps({"run_id": "r2", "base": 1, "checkpoint": 2, "seq": 2,
+                                                        "sinks": {}, "operators": {}, "sources": {}}))
+    os.rename(staged, Path(ckpt) / "chk-000002")
+    assert latest(Path(ckpt))["checkpoint"] == 1
+    manifest = commit_stream_run(job, run)
+    assert manifest["checkpoint"] == 2 and latest(Path(ckpt))["run_id"] == "r2"
+    # retried once more after the pointer: the same commit, nothing new
+    assert commit_stream_run(job, run)["checkpoint"] == 2
+    assert sorted(p.name for p in Path(ckpt).iterdir() if p.name.startswith("chk-")) == ["chk-000001", "chk-000002"]
