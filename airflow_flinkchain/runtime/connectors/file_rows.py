@@ -37,8 +37,10 @@ def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
         fmt = pads.CsvFileFormat(parse_options=pacsv.ParseOptions(delimiter=sep), read_options=read,
                                  convert_options=convert)
     if options:
+        fix = ("drop them (a monitored source is read with pyarrow on every runner)" if source.monitor
+               else "run this pipeline with execute() (Spark)")
         raise ValueError(f"{where}: option(s) {sorted(options)} of the {source.format} source are not supported "
-                         "by execute_local(); run this pipeline with execute() (Spark)")
+                         f"by execute_local() nor by monitored file sources; {fix}")
     table = pads.dataset(loc.path, format=fmt, filesystem=loc.fs).to_table()
     if source.format == "csv" and not header and schema is None:  # Spark's names for headerless CSV
         table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
