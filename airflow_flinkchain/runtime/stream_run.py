@@ -149,7 +149,9 @@ class ChainStreamStep:
             former = manifest["operators"].get(key)
             if former is not None:
                 cdir = chain_dir(base_dir, former["chain"])
-                self.restore_from[key] = [operator_file(cdir, key, k).uri for k in range(former["parallelism"])]
+                self.restore_from[key] = {"files": [operator_file(cdir, key, k).uri
+                                                    for k in range(former["parallelism"])],
+                                          "max_parallelism": former.get("max_parallelism")}
         self.positions: dict[str, dict] = {}
         self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}
 
@@ -181,7 +183,8 @@ class ChainStreamStep:
         for r in sorted(reports, key=lambda r: r["subtask"]):
             for key, s in (r.get("snapshots") or {}).items():
                 o = operators.setdefault(key, {"chain": self.chain.id, "parallelism": self.chain.parallelism,
-                                               "stateful": False, "watermark": None, "bytes": 0})
+                                               "stateful": False, "watermark": None, "bytes": 0,
+                                               "max_parallelism": s.get("max_parallelism")})
                 o["stateful"] = o["stateful"] or s["stateful"]
                 o["bytes"] += s["bytes"]
                 if s["watermark"] is not None:

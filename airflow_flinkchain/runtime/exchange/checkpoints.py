@@ -27,6 +27,7 @@ from airflow_flinkchain.path_names import path_segment
 from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS
 from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
 from airflow_flinkchain.runtime.exchange.layout import Location
+from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_for_operator_index
 
 LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.json", "_chain.json"
 
@@ -108,8 +109,11 @@ def holds_state(state: dict) -> bool:
 
 class SubtaskCheckpointFiles:
     """`core.interfaces.SubtaskCheckpoint` over files (picklable: shipped to the subtasks).
-    `restore_from`: operator key -> the snapshot files of its former subtasks, in subtask
-    order; `stage`: the chain attempt's staging directory."""
+    `restore_from`: operator key -> {"files": the snapshot files of its former subtasks in
+    subtask order, "max_parallelism": of its keyed state or None}; `stage`: the chain
+    attempt's staging directory. A keyed subtask reads only the former subtasks whose
+    key-group ranges overlap its own (Flink's KeyGroupRangeAssignment); any subtask reads
+    only its own former file when the parallelism is unchanged and the state is not keyed."""
 
     def __init__(self, drain: bool, parallelism: int, restore_from: dict, stage: Location):
         self.drain = drain
@@ -119,22 +123,35 @@ class SubtaskCheckpointFiles:
         self._summary: dict = {}
 
     def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
-        files = self.restore_from.get(operator_key)
-        if not files:
+        former = self.restore_from.get(operator_key)
+        if not former or not former["files"]:
             return [], None
-        snapshots = [loads_plan(Location(uri).read_bytes()) for uri in files]
-        own = snapshots[subtask] if len(files) == self.parallelism else None
-        return snapshots, own
+        files, max_parallelism = former["files"], former.get("max_parallelism")
+        same = len(files) == self.parallelism
+        if max_parallelism is not None:
+            mine = compute_key_group_range_for_operator_index(max_parallelism, self.parallelism, subtask)
+            wanted = [k for k in range(len(files)) if _overlap(
+                compute_key_group_range_for_operator_index(max_parallelism, len(files), k), mine)]
+        else:
+            wanted = [subtask] if same else list(range(len(files)))
+        snapshots = {k: loads_plan(Location(files[k]).read_bytes()) for k in wanted}
+        return list(snapshots.values()), snapshots.get(subtask) if same else None
 
     def write(self, operator_key: str, subtask: int, state: dict) -> None:
         data = dumps_plan(state)
         operator_file(self.stage, operator_key, subtask).write_bytes(data)
         wm = state.get("watermark", MIN_WATERMARK_TS)
+        keyed = state.get("keyed_state")
         self._summary[operator_key] = {"stateful": holds_state(state), "bytes": len(data),
-                                       "watermark": wm if wm > MIN_WATERMARK_TS else None}
+                                       "watermark": wm if wm > MIN_WATERMARK_TS else None,
+                                       "max_parallelism": keyed["max_parallelism"] if keyed else None}
 
     def summary(self) -> dict:
         return dict(self._summary)
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    return a.start_key_group <= b.end_key_group and b.start_key_group <= a.end_key_group
 
 
 def read_json(loc: Location) -> Any:
