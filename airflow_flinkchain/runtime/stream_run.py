@@ -153,6 +153,7 @@ class ChainStreamStep:
                                                     for k in range(former["parallelism"])],
                                           "max_parallelism": former.get("max_parallelism")}
         self.positions: dict[str, dict] = {}
+        self.read: dict[str, object] = {}  # source key -> [[split, start, end]] read by this run
         self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}
 
     def sink_overrides(self, overrides: dict) -> dict:
@@ -172,13 +173,19 @@ class ChainStreamStep:
         reader, positions = plan_stream_source(head.function, path, self.base_sources.get(head.key),
                                                self.chain.parallelism, label)
         self.positions[head.key] = positions
+        assigned = getattr(reader, "assignments", None)
+        self.read[head.key] = ([list(r) for per_subtask in assigned for r in per_subtask] if assigned is not None
+                               else "nothing" if reader is not None else "whole")
         return reader
 
     def subtask_checkpoint(self) -> SubtaskCheckpointFiles:
         return SubtaskCheckpointFiles(self.run.drain, self.chain.parallelism, self.restore_from, self.stage)
 
     def commit(self, reports: list) -> dict:
-        """Stage the chain's snapshot summary and rename the attempt onto the run's chain directory."""
+        """Stage the chain's snapshot summary and rename the attempt onto the run's chain directory;
+        the summary (also the `stream` entry of the chain's metrics document) holds per operator
+        its watermark, whether it holds state and its snapshot size, per source the positions
+        it reached and the ranges this run read."""
         operators: dict[str, dict] = {}
         for r in sorted(reports, key=lambda r: r["subtask"]):
             for key, s in (r.get("snapshots") or {}).items():
@@ -189,7 +196,8 @@ class ChainStreamStep:
                 o["bytes"] += s["bytes"]
                 if s["watermark"] is not None:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
-        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "sinks": self.sinks}
+        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
+               "sinks": self.sinks}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))

@@ -159,3 +159,20 @@ def test_changing_max_parallelism_fails_naming_the_operator(tmp_path):
     run("r1", 128)
     with pytest.raises(ChainRunError, match=r"'sum'.*restore.*max parallelism"):
         run("r2", 64)
+
+
+def test_chain_metrics_say_what_the_run_read_and_holds(tmp_path):
+    """Per chain and run (for the Chains tab): the ranges read, the positions reached, per
+    operator its watermark, whether it holds state and its snapshot size."""
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    append(log, "p0", [("a", 1, 100), ("a", 2, 900)])
+    first = build("p", log, ckpt, sinks=("tumbling",)).execute_local(run_id="r1")
+    append(log, "p0", [("b", 3, 1600)])
+    second = build("p", log, ckpt, sinks=("tumbling",)).execute_local(run_id="r2")
+    source_chain = next(doc for doc in second.metrics.values() if "log" in doc["stream"]["read"])
+    assert source_chain["stream"]["read"] == {"log": [["p0", 2, 3]]}
+    assert source_chain["stream"]["sources"] == {"log": {"splits": {"p0": 3}}}
+    window = next(doc["stream"]["operators"]["tumbling"] for doc in second.metrics.values()
+                  if "tumbling" in doc["stream"]["operators"])
+    assert window["watermark"] == 1600 - 501 and window["stateful"] and window["bytes"] > 0
+    assert first.stream["operators"]["tumbling"]["watermark"] == 900 - 501

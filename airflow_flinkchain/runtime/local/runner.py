@@ -136,7 +136,7 @@ class LocalChainRun:
                 raise ChainRunError(errors[0]["error"])
             doc["outputs"] = self._commit(reports)
             if self.step is not None:
-                self.step.commit(reports)
+                doc["stream"] = self.step.commit(reports)
             doc["state"] = "success"
         except Exception as exc:
             doc["state"] = "failed"

@@ -149,7 +149,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             raise ChainRunError(f"chain {chain_id!r}: {len(reports)} of {chain.parallelism} subtasks reported")
         doc["outputs"] = _commit(job, spec, area, run_id, reports)
         if step is not None:
-            step.commit(reports)
+            doc["stream"] = step.commit(reports)
         doc["state"] = "success"
     except Exception as exc:
         doc["state"] = "failed"
