@@ -179,7 +179,8 @@ class ChainStreamStep:
         return reader
 
     def subtask_checkpoint(self) -> SubtaskCheckpointFiles:
-        return SubtaskCheckpointFiles(self.run.drain, self.chain.parallelism, self.restore_from, self.stage)
+        return SubtaskCheckpointFiles(self.run.drain, self.chain.parallelism, self.restore_from, self.stage,
+                                      self.run.area.shared())
 
     def commit(self, reports: list) -> dict:
         """Stage the chain's snapshot summary and rename the attempt onto the run's chain directory;
@@ -190,10 +191,12 @@ class ChainStreamStep:
         for r in sorted(reports, key=lambda r: r["subtask"]):
             for key, s in (r.get("snapshots") or {}).items():
                 o = operators.setdefault(key, {"chain": self.chain.id, "parallelism": self.chain.parallelism,
-                                               "stateful": False, "watermark": None, "bytes": 0,
-                                               "max_parallelism": s.get("max_parallelism")})
+                                               "stateful": False, "watermark": None, "bytes": 0, "written": 0,
+                                               "max_parallelism": s.get("max_parallelism"), "shared": []})
                 o["stateful"] = o["stateful"] or s["stateful"]
                 o["bytes"] += s["bytes"]
+                o["written"] += s.get("written", s["bytes"])
+                o["shared"] += s.get("shared", [])
                 if s["watermark"] is not None:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
         doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
@@ -274,7 +277,20 @@ def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dic
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
+    _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
     return read_json(area.checkpoint(n).join(MANIFEST))
+
+
+def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -> None:
+    referenced = set()
+    for n in retained:
+        doc = area.checkpoint(n).join(MANIFEST)
+        if doc.exists():
+            for o in read_json(doc)["operators"].values():
+                referenced.update(Location(uri).path for uri in o.get("shared", ()))
+    for path in area.shared().list_files():
+        if path not in referenced:
+            area.shared().fs.delete_file(path)
 
 
 def publish_sinks(area: CheckpointArea, n: int) -> list[str]:

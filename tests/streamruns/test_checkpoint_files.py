@@ -38,3 +38,28 @@ def test_operator_state_is_read_from_the_own_subtask_unless_rescaled(tmp_path):
     assert watermarks(SubtaskCheckpointFiles(False, 2, plain, Location(str(tmp_path))).restore("op", 1)) == (
         [0, 1, 2], None)
     assert SubtaskCheckpointFiles(False, 2, plain, Location(str(tmp_path))).restore("new", 0) == ([], None)
+
+
+def test_an_unchanged_key_group_is_not_written_again(tmp_path):
+    import os
+
+    from tests.streamruns.cases import build
+    from tests.streamruns.partitioned_log import append
+
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+
+    def run(run_id, records):
+        append(log, "p0", records)
+        return build("p", log, ckpt, sinks=("rolling",)).execute_local(run_id=run_id).stream["operators"]["rolling"]
+
+    first = run("r1", [("a", 1, 0), ("b", 2, 0), ("c", 3, 0)])
+    assert first["written"] == first["bytes"] and len(first["shared"]) == 3
+    second = run("r2", [("a", 4, 0)])
+    assert second["written"] < second["bytes"]
+    kept = set(first["shared"]) & set(second["shared"])
+    assert len(kept) == 2  # b's and c's key groups: the same files
+    a_before = (set(first["shared"]) - kept).pop()
+    assert os.path.exists(Location(a_before).path)  # still referenced by the base checkpoint
+    third = run("r3", [("a", 5, 0)])
+    assert not os.path.exists(Location(a_before).path)  # referenced by no retained checkpoint
+    assert all(os.path.exists(Location(uri).path) for uri in third["shared"] + second["shared"])

@@ -4,6 +4,7 @@ Layout (see docs/stream-runs.md):
 
     {checkpoint_dir}/
         _latest.json                                  the commit point: {"checkpoint": n, "dir", "run_id"}
+        shared/{operator_key}/kg-{kg:05d}-{digest}.pkl  keyed state and timers of one key group, by content
         chk-{n:06d}/                                  one committed run (immutable)
             _manifest.json
             chains/{chain_id}/_chain.json             a chain's operators, source positions, sinks
@@ -19,6 +20,7 @@ Ids become segments through `path_names.path_segment`, as in the exchange area.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from typing import Any, Optional
@@ -72,6 +74,10 @@ class CheckpointArea:
         tmp.write_text(json.dumps(doc, indent=1))
         final.fs.move(tmp.path, final.path)
 
+    def shared(self) -> Location:
+        """Key-group files referenced by the retained checkpoints (see SubtaskCheckpointFiles)."""
+        return self.root.join("shared")
+
     def checkpoints(self) -> list[int]:
         """Ids of the checkpoint directories present, ascending."""
         from pyarrow import fs as pafs
@@ -111,15 +117,23 @@ class SubtaskCheckpointFiles:
     """`core.interfaces.SubtaskCheckpoint` over files (picklable: shipped to the subtasks).
     `restore_from`: operator key -> {"files": the snapshot files of its former subtasks in
     subtask order, "max_parallelism": of its keyed state or None}; `stage`: the chain
-    attempt's staging directory. A keyed subtask reads only the former subtasks whose
-    key-group ranges overlap its own (Flink's KeyGroupRangeAssignment); any subtask reads
-    only its own former file when the parallelism is unchanged and the state is not keyed."""
+    attempt's staging directory; `shared`: the checkpoint_dir's `shared/` directory.
 
-    def __init__(self, drain: bool, parallelism: int, restore_from: dict, stage: Location):
+    Keyed state and timers go to one file per key group under `shared/{operator_key}/`,
+    named by a digest of its content (Flink's incremental checkpoints keep shared files
+    the same way): a key group that did not change since an earlier run is not written
+    again, only referenced. A keyed subtask reads the key groups of its own range only
+    (Flink's KeyGroupRangeAssignment), from the former subtasks whose ranges overlap it;
+    other state is read from the subtask's own former file when the parallelism is
+    unchanged, from all former files otherwise."""
+
+    def __init__(self, drain: bool, parallelism: int, restore_from: dict, stage: Location,
+                 shared: Optional[Location] = None):
         self.drain = drain
         self.parallelism = parallelism
         self.restore_from = restore_from
         self.stage = stage
+        self.shared = shared
         self._summary: dict = {}
 
     def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
@@ -128,26 +142,68 @@ class SubtaskCheckpointFiles:
             return [], None
         files, max_parallelism = former["files"], former.get("max_parallelism")
         same = len(files) == self.parallelism
+        mine = None
         if max_parallelism is not None:
             mine = compute_key_group_range_for_operator_index(max_parallelism, self.parallelism, subtask)
             wanted = [k for k in range(len(files)) if _overlap(
                 compute_key_group_range_for_operator_index(max_parallelism, len(files), k), mine)]
         else:
             wanted = [subtask] if same else list(range(len(files)))
-        snapshots = {k: loads_plan(Location(files[k]).read_bytes()) for k in wanted}
+        snapshots = {k: _with_key_groups(loads_plan(Location(files[k]).read_bytes()), mine) for k in wanted}
         return list(snapshots.values()), snapshots.get(subtask) if same else None
 
     def write(self, operator_key: str, subtask: int, state: dict) -> None:
+        stateful = holds_state(state)
+        state, total, written, refs = self._share_key_groups(operator_key, state)
         data = dumps_plan(state)
         operator_file(self.stage, operator_key, subtask).write_bytes(data)
         wm = state.get("watermark", MIN_WATERMARK_TS)
         keyed = state.get("keyed_state")
-        self._summary[operator_key] = {"stateful": holds_state(state), "bytes": len(data),
+        self._summary[operator_key] = {"stateful": stateful, "bytes": len(data) + total,
+                                       "written": len(data) + written, "shared": refs,
                                        "watermark": wm if wm > MIN_WATERMARK_TS else None,
                                        "max_parallelism": keyed["max_parallelism"] if keyed else None}
 
+    def _share_key_groups(self, operator_key: str, state: dict) -> tuple[dict, int, int, list]:
+        keyed, timers = state.get("keyed_state"), state.get("timers")
+        if keyed is None or self.shared is None:
+            return state, 0, 0, []
+        timer_groups = (timers or {}).get("key_groups") or {}
+        refs, total, written = {}, 0, 0
+        directory = self.shared.join(path_segment(operator_key, "operator key"))
+        for kg in sorted(set(keyed["key_groups"]) | set(timer_groups)):
+            blob = dumps_plan({"state": keyed["key_groups"].get(kg), "timers": timer_groups.get(kg)})
+            loc = directory.join(f"kg-{int(kg):05d}-{hashlib.sha256(blob).hexdigest()[:24]}.pkl")
+            total += len(blob)
+            if not loc.exists():  # an unchanged key group is already there
+                loc.write_bytes(blob)
+                written += len(blob)
+            refs[int(kg)] = loc.uri
+        state = {**state, "keyed_state": {**keyed, "key_groups": {}}, "key_group_files": refs}
+        if timers is not None:
+            state["timers"] = {**timers, "key_groups": {}}
+        return state, total, written, sorted(refs.values())
+
     def summary(self) -> dict:
         return dict(self._summary)
+
+
+def _with_key_groups(snapshot: dict, key_groups: Any) -> dict:
+    """A snapshot with the shared key-group files it references in `key_groups` (all when
+    None) read back into its keyed state and timers: the backend's portable format."""
+    refs = snapshot.pop("key_group_files", None)
+    if not refs:
+        return snapshot
+    keyed, timers = snapshot["keyed_state"], snapshot.get("timers")
+    for kg, uri in refs.items():
+        if key_groups is not None and int(kg) not in key_groups:
+            continue
+        blob = loads_plan(Location(uri).read_bytes())
+        if blob["state"] is not None:
+            keyed["key_groups"][int(kg)] = blob["state"]
+        if blob["timers"] is not None and timers is not None:
+            timers["key_groups"][int(kg)] = blob["timers"]
+    return snapshot
 
 
 def _overlap(a: Any, b: Any) -> bool:
