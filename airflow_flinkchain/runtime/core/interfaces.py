@@ -61,7 +61,8 @@ class SubtaskCheckpoint(Protocol):
         """Stage the snapshot of one operator of this subtask."""
 
     def summary(self) -> dict:
-        """{operator key: {"stateful", "watermark", "bytes"}} of the snapshots written."""
+        """{operator key: {"stateful", "watermark", "bytes", ...}} of the snapshots written
+        (reported to the driver with the subtask's counters)."""
 
 
 #: record_writer_factory(chain_edge, subtask_index) -> ChannelWriter

@@ -13,6 +13,12 @@ the head -> MAX_WATERMARK (unless already seen) -> end_input+close head to
 tail (close may emit) -> close the record writers -> dispose tail to head in
 a finally, always; a failing dispose is logged, the others still run.
 
+A stream run (`checkpoint` given, see docs/stream-runs.md) differs: state is restored
+(initialize_state) between setup and open; after open each chain out-edge gets the
+restored watermark of its producer again; at the end a drained run ends as above but
+snapshots before close, and a run that is not drained sends no MAX watermark and
+calls no end_input (pending windows and timers wait in the snapshot).
+
 Each operator's `watermark` gauge is its watermark just before the MAX
 watermark ends the input (or when the subtask failed): how far in event time
 the run got, which the end-of-input MAX would hide.
