@@ -23,11 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def file_sink_rows(directory: Path) -> list:
-    rows = []
-    for f in sorted(directory.glob("*.json")):
-        rows.extend(json.loads(line)["value"] if isinstance(json.loads(line), dict) and "value" in json.loads(line)
-                    else json.loads(line) for line in f.read_text().splitlines() if line)
-    return rows
+    """The records of every published part file of a JSON-lines sink (tuples were written as lists)."""
+    return [json.loads(line) for f in sorted(directory.glob("*.json")) for line in f.read_text().splitlines() if line]
 
 
 def latest(ckpt: Path) -> dict:
