@@ -88,6 +88,21 @@ class ExecutionConfig:
         return self._pipeline.object_reuse
 
 
+def check_checkpoint_dir(checkpoint_dir: Any, runtime_mode: str, name: str) -> Optional[str]:
+    """A checkpoint_dir is a stable path of a streaming pipeline (no template: every run
+    must find the same snapshots)."""
+    if checkpoint_dir is None:
+        return None
+    if not isinstance(checkpoint_dir, str) or not checkpoint_dir.strip():
+        raise PlanningError(f"pipeline {name!r}: checkpoint_dir must be a non-empty path string, got {checkpoint_dir!r}")
+    if "{{" in checkpoint_dir or "{%" in checkpoint_dir:
+        raise PlanningError(f"pipeline {name!r}: checkpoint_dir {checkpoint_dir!r} is a template; it must be the same "
+                            "path in every run (stream runs restore from it)")
+    if runtime_mode != "streaming":
+        raise PlanningError(f"pipeline {name!r}: checkpoint_dir needs runtime_mode='streaming' (stream runs)")
+    return checkpoint_dir
+
+
 class StreamPipeline:
     """Records a DataStream pipeline; `plan()` turns it into chains.
 
@@ -96,7 +111,10 @@ class StreamPipeline:
     are kept untouched in `self.settings` for the Airflow layer; `on_error`
     is also the default error policy of every operator. `runtime_mode`
     ("batch", the default, or "streaming", or a `RuntimeExecutionMode`) is
-    Flink's execution mode (see `set_runtime_mode`).
+    Flink's execution mode (see `set_runtime_mode`). A streaming pipeline with a
+    `checkpoint_dir` runs as stream runs: each run continues where the last one
+    stopped (docs/stream-runs.md); `allow_non_restored_state=True` lets a run drop
+    the state of operators the pipeline no longer has.
 
     Examples:
         >>> p = StreamPipeline("orders", parallelism=4, conn_id="spark_default", executor_memory="2g")
@@ -107,7 +125,8 @@ class StreamPipeline:
     # Stack of lists recording every pipeline created while active (see `recording()`).
     _recorders: list[list["StreamPipeline"]] = []
 
-    def __init__(self, name: str, parallelism: int = 1, runtime_mode: Any = "batch", **settings: Any):
+    def __init__(self, name: str, parallelism: int = 1, runtime_mode: Any = "batch",
+                 checkpoint_dir: Optional[str] = None, allow_non_restored_state: bool = False, **settings: Any):
         if not isinstance(name, str) or not name.strip():
             raise PlanningError(f"StreamPipeline needs a non-empty name, got {name!r}")
         self.name = name
@@ -117,6 +136,8 @@ class StreamPipeline:
         self.chaining_enabled = True
         self.object_reuse = False
         self.runtime_mode = parse_runtime_mode(runtime_mode, f"pipeline {name!r}")
+        self.checkpoint_dir = check_checkpoint_dir(checkpoint_dir, self.runtime_mode, name)
+        self.allow_non_restored_state = bool(allow_non_restored_state)
         self.auto_watermark_interval = DEFAULT_AUTO_WATERMARK_INTERVAL
         self.setup_hooks: list[Callable[..., Any]] = []
         self.dispose_hooks: list[Callable[..., Any]] = []
@@ -305,9 +326,11 @@ class StreamPipeline:
         return build_job_graph(self.stream_graph(), resolve_strategy(strategy))
 
     # -- running -----------------------------------------------------------
-    def execute(self, spark: Any = None, **kwargs: Any) -> Any:
+    def execute(self, spark: Any = None, drain: bool = False, **kwargs: Any) -> Any:
         """Run every chain on a local Spark session (imports the runtime only now);
-        the result's `output(name)` gives the records of `collect(name)`.
+        the result's `output(name)` gives the records of `collect(name)`. With a
+        `checkpoint_dir` this is one stream run; `drain=True` (Flink's `stop --drain`)
+        ends it with the MAX watermark, firing every pending window and timer.
 
         Example (needs Spark):
 
@@ -316,9 +339,10 @@ class StreamPipeline:
         """
         from airflow_flinkchain.runtime.spark.local import execute_pipeline
 
-        return execute_pipeline(self, spark=spark, **kwargs)
+        return execute_pipeline(self, spark=spark, drain=drain, **kwargs)
 
-    def execute_local(self, run_id: Optional[str] = None, context: Optional[dict] = None) -> Any:
+    def execute_local(self, run_id: Optional[str] = None, context: Optional[dict] = None,
+                      drain: bool = False) -> Any:
         """Run the whole pipeline in this process, without Spark: for tests and
         debugging on small inputs. The chains run with the same chain runtime as
         on Spark (lifecycle, side outputs, keyed state, partitioners, watermarks,
@@ -338,7 +362,7 @@ class StreamPipeline:
         """
         from airflow_flinkchain.runtime.local import execute_local
 
-        return execute_local(self, run_id=run_id, context=context)
+        return execute_local(self, run_id=run_id, context=context, drain=drain)
 
     def to_airflow(self, **kwargs: Any) -> Any:
         """Add one Airflow task per chain, plus setup and teardown tasks, inside a

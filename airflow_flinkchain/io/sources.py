@@ -61,7 +61,9 @@ class CollectionSource(Source):
 class FileSource(Source):
     """Files at `path` (a directory or glob; may hold Airflow templates) in `format`
     ("parquet", "csv" or "json" lines), read in parallel; one dict per row. `schema`
-    fixes the column types; `options` go to Spark's reader.
+    fixes the column types; `options` go to Spark's reader. `monitor=True` (in a
+    streaming pipeline with a `checkpoint_dir`): each run reads the files that
+    arrived since the last run, as Flink's FileSource with continuous monitoring.
 
     Examples:
         >>> FileSource("/data/orders/{{ run_key }}", "json").describe()
@@ -72,6 +74,7 @@ class FileSource(Source):
     format: str = "parquet"
     schema: Any = None
     options: dict = field(default_factory=dict)
+    monitor: bool = False  # stream runs: each run reads the files not read before (docs/stream-runs.md)
 
     def __post_init__(self) -> None:
         if self.format not in FILE_FORMATS:
@@ -83,17 +86,17 @@ class FileSource(Source):
         return f"{self.format} files at {self.path}"
 
 
-def ParquetSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+def ParquetSource(path: str, schema: Any = None, monitor: bool = False, **options: Any) -> FileSource:
     """Parquet files at `path`.
 
     Examples:
         >>> ParquetSource("/data/orders", schema={"id": "int64", "amount": "double"}).format
         'parquet'
     """
-    return FileSource(path, "parquet", schema, options)
+    return FileSource(path, "parquet", schema, options, monitor)
 
 
-def CsvSource(path: str, schema: Any = None, header: bool = True, **options: Any) -> FileSource:
+def CsvSource(path: str, schema: Any = None, header: bool = True, monitor: bool = False, **options: Any) -> FileSource:
     """CSV files at `path`, with a header line unless `header=False`; column types
     are inferred unless `schema` gives them.
 
@@ -101,23 +104,25 @@ def CsvSource(path: str, schema: Any = None, header: bool = True, **options: Any
         >>> CsvSource("/data/orders.csv", sep=";").options
         {'header': True, 'sep': ';'}
     """
-    return FileSource(path, "csv", schema, {"header": header, **options})
+    return FileSource(path, "csv", schema, {"header": header, **options}, monitor)
 
 
-def JsonLinesSource(path: str, schema: Any = None, **options: Any) -> FileSource:
+def JsonLinesSource(path: str, schema: Any = None, monitor: bool = False, **options: Any) -> FileSource:
     """JSON lines files at `path`: one JSON object per line, one dict per object.
 
     Examples:
         >>> JsonLinesSource("/data/orders/{{ ds }}").format
         'json'
     """
-    return FileSource(path, "json", schema, options)
+    return FileSource(path, "json", schema, options, monitor)
 
 
 @dataclass(frozen=True, eq=False)
 class SqlSource(Source):
     """The rows of `query` (SQLAlchemy; `params` bound), one dict per row, on one
     subtask. Give the database as a SQLAlchemy `url` or an Airflow `conn_id`.
+    `incremental_column` (stream runs): each run reads the rows whose column is
+    above the value the last run ended at, in that column's order.
 
     Examples:
         >>> SqlSource("select * from orders", url="postgresql://etl:secret@db/shop").describe()
@@ -128,6 +133,7 @@ class SqlSource(Source):
     url: Optional[str] = None
     conn_id: Optional[str] = None
     params: dict = field(default_factory=dict)
+    incremental_column: Optional[str] = None  # stream runs: each run reads the rows above the last value read
     parallel = False
 
     def __post_init__(self) -> None:
@@ -145,3 +151,35 @@ def _redact(url: Optional[str]) -> str:
     scheme, rest = url.split("://", 1)
     creds, host = rest.rsplit("@", 1)
     return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+
+
+@dataclass(frozen=True, eq=False)
+class UnboundedSource(Source):
+    """Base of a source that keeps receiving data (a log, a queue, a table), read by stream
+    runs (docs/stream-runs.md): Flink's split enumerator and split reader in three methods.
+    A split is a partition / shard / file with a string id; a position is JSON-able data.
+    Each run reads, per split, from the position the last committed run ended at to the end
+    `discover` reported when the run began. Read once, in the first run, by a pipeline
+    without a `checkpoint_dir`.
+
+    Examples:
+        >>> class Numbers(UnboundedSource):
+        ...     def discover(self, positions): return {"p0": 3}
+        ...     def read_split(self, split_id, start, end): return range(start, end)
+        >>> list(Numbers().read_split("p0", Numbers().initial_position("p0"), 3))
+        [0, 1, 2]
+    """
+
+    def discover(self, positions: dict) -> dict:
+        """{split_id: end position} of what is available now (driver, at the start of a
+        chain attempt); `positions`: the committed {split_id: position}."""
+        raise NotImplementedError(f"{type(self).__name__} must implement discover(positions)")
+
+    def initial_position(self, split_id: str) -> Any:
+        """Where a split never read before starts (0 unless overridden)."""
+        return 0
+
+    def read_split(self, split_id: str, start: Any, end: Any) -> Any:
+        """The records of a split from `start` (inclusive) to `end` (exclusive), in order
+        (on the subtask that reads the split); the same records for the same range."""
+        raise NotImplementedError(f"{type(self).__name__} must implement read_split(split_id, start, end)")

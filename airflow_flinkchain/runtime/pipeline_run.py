@@ -51,6 +51,7 @@ class PipelineResult:
     exchange_root: Optional[str]
     outputs: dict = field(default_factory=dict)  # collect name -> records
     metrics: dict = field(default_factory=dict)  # chain id -> metrics document
+    stream: Optional[dict] = None  # a stream run: its committed checkpoint (runtime.stream_run.stream_result)
 
     def output(self, name: str) -> list:
         """The records of `collect(name)`, in subtask order."""

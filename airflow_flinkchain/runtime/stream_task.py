@@ -49,6 +49,8 @@ class StreamTaskIO(Protocol):
     def written(self) -> dict:
         """{edge id or sink node key: records written} of the writers built so far."""
 
+    # optional: `checkpoint`, a `core.interfaces.SubtaskCheckpoint` in a stream run
+
 
 def subtask_input(job, chain_id: str, subtask: int, io: StreamTaskIO) -> tuple[Iterable, bool]:
     """(the head's input elements, whether they are bare values only): the source's
@@ -116,13 +118,17 @@ def run_stream_task(load_job: Callable[[], Any], chain_id: str, subtask: int, ru
         inputs, plain_values = subtask_input(job, chain_id, subtask, io)
         if runner is None:
             from airflow_flinkchain.runtime.core.operator_chain import run_subtask as runner
+        checkpoint = getattr(io, "checkpoint", None)  # a stream run's snapshots, or None
+        extra = {} if checkpoint is None else {"checkpoint": checkpoint}
         if plain_values:  # skip the per-element StreamRecord/Watermark dispatch
             metrics = runner(job, chain_id, subtask, run_id, inputs, io.record_writer, io.sink_writer,
-                             plain_values=True)
+                             plain_values=True, **extra)
         else:
-            metrics = runner(job, chain_id, subtask, run_id, inputs, io.record_writer, io.sink_writer)
+            metrics = runner(job, chain_id, subtask, run_id, inputs, io.record_writer, io.sink_writer, **extra)
         report["operators"] = metrics.to_dict()
         report["written"] = io.written()
+        if checkpoint is not None:
+            report["snapshots"] = checkpoint.summary()
     except Exception as exc:
         text = str(exc)
         if type(exc).__name__ != "ChainExecutionError":

@@ -46,6 +46,25 @@ class SinkWriter(Protocol):
         """End of input (success): flush."""
 
 
+class SubtaskCheckpoint(Protocol):
+    """A stream run's snapshots as one subtask sees them (`runtime.exchange.checkpoints`).
+    `drain`: this run ends with the MAX watermark (Flink's stop --drain); otherwise the
+    input ends without it and pending windows and timers wait for the next run."""
+
+    drain: bool
+
+    def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
+        """(the snapshots of every former subtask of the operator, the one of this subtask
+        index when the parallelism is unchanged, else None); ([], None) for a new operator."""
+
+    def write(self, operator_key: str, subtask: int, state: dict) -> None:
+        """Stage the snapshot of one operator of this subtask."""
+
+    def summary(self) -> dict:
+        """{operator key: {"stateful", "watermark", "bytes", ...}} of the snapshots written
+        (reported to the driver with the subtask's counters)."""
+
+
 #: record_writer_factory(chain_edge, subtask_index) -> ChannelWriter
 RecordWriterFactory = Callable[[ChainEdge, int], ChannelWriter]
 #: sink_writer_factory(sink_node, subtask_index) -> SinkWriter

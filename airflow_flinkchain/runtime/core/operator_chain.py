@@ -13,6 +13,12 @@ the head -> MAX_WATERMARK (unless already seen) -> end_input+close head to
 tail (close may emit) -> close the record writers -> dispose tail to head in
 a finally, always; a failing dispose is logged, the others still run.
 
+A stream run (`checkpoint` given, see docs/stream-runs.md) differs: state is restored
+(initialize_state) between setup and open; after open each chain out-edge gets the
+restored watermark of its producer again; at the end a drained run ends as above but
+snapshots before close, and a run that is not drained sends no MAX watermark and
+calls no end_input (pending windows and timers wait in the snapshot).
+
 Each operator's `watermark` gauge is its watermark just before the MAX
 watermark ends the input (or when the subtask failed): how far in event time
 the run got, which the end-of-input MAX would hide.
@@ -31,7 +37,7 @@ from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMA
                                                       TimestampCell, Watermark)
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.input_selection import END_OF_INPUT, TwoInputs
-from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory
+from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory, SubtaskCheckpoint
 from airflow_flinkchain.runtime.core.metrics import SubtaskMetrics
 from airflow_flinkchain.runtime.core.operators import ChainScope, StreamOperator, create_operator
 from airflow_flinkchain.runtime.core.operators.fused import generic_run, segment_heads
@@ -74,6 +80,7 @@ class OperatorChain:
         self.scope = ChainScope(chain.id, chain.name, subtask_index, chain.parallelism, run_id, self.cell,
                                 graph.object_reuse, graph.on_error, graph=graph)
         self._chained = set(chain.chained_edges)
+        self.checkpoint: Optional[SubtaskCheckpoint] = None  # a stream run's, set by run()
         self._sink_writer_factory = sink_writer_factory
         # Flink's createStreamOutputs: one RecordWriterOutput per chain out-edge.
         self.record_writer_outputs: dict[Any, RecordWriterOutput] = {}
@@ -145,17 +152,27 @@ class OperatorChain:
         return BroadcastingOutputCollector([o for o, _ in outputs], self.scope.object_reuse)
 
     # ---- lifecycle ---------------------------------------------------------
-    def run(self, inputs: Iterable[Any], plain_values: bool = False) -> SubtaskMetrics:
+    def run(self, inputs: Iterable[Any], plain_values: bool = False,
+            checkpoint: Optional[SubtaskCheckpoint] = None) -> SubtaskMetrics:
+        """`checkpoint`: a stream run's snapshots (restored before open, written at the end)."""
         failure: Optional[BaseException] = None
         _ensure_call_depth(len(self.all_operators))
+        self.checkpoint = checkpoint
         try:
             self._setup()
             self._note_watermarks_at_end_of_input()
+            if checkpoint is not None:
+                self._restore(checkpoint)
             self._phase("open", reversed(self.all_operators), lambda op: op.open())
+            if checkpoint is not None:
+                self._reemit_restored_watermarks()
             self._process(inputs, plain_values)
-            if self.head.current_watermark < MAX_WATERMARK_TS:
-                self.head.guarded("end of input", lambda: self.head.process_watermark(MAX_WATERMARK))
-            self._phase("close", self.all_operators, lambda op: (op.end_input(), op.close()))
+            if checkpoint is None:
+                if self.head.current_watermark < MAX_WATERMARK_TS:
+                    self.head.guarded("end of input", lambda: self.head.process_watermark(MAX_WATERMARK))
+                self._phase("close", self.all_operators, lambda op: (op.end_input(), op.close()))
+            else:
+                self._end_stream_run(checkpoint)
             for rw in self.record_writer_outputs.values():
                 self.head.guarded("close of the record writers", rw.close)
         except BaseException as exc:
@@ -171,6 +188,36 @@ class OperatorChain:
             if failure is not None:
                 failure.metrics = metrics  # what was counted before the failure
         return metrics
+
+    # ---- stream runs ---------------------------------------------------------
+    def _restore(self, checkpoint: SubtaskCheckpoint) -> None:
+        k = self.scope.subtask
+        for op in self.all_operators:
+            snapshots, own = checkpoint.restore(op.node.key, k)
+            if snapshots:
+                op.guarded("restore", lambda: op.initialize_state(snapshots, own))
+
+    def _reemit_restored_watermarks(self) -> None:
+        """Each chain out-edge starts with the watermark its producer was restored to, so
+        the downstream WatermarkValves start where the last run left them."""
+        for stream_edge, rw in self.record_writer_outputs.items():
+            wm = self.operators[stream_edge.source_id].current_watermark
+            if MIN_WATERMARK_TS < wm:
+                self.head.guarded("restore", lambda: rw.emit_watermark(Watermark(wm)))
+
+    def _end_stream_run(self, checkpoint: SubtaskCheckpoint) -> None:
+        """Drain: the end of input of a STREAMING run (MAX watermark, end_input). Otherwise the
+        input just stops: no MAX watermark, pending windows and timers stay in the snapshot.
+        Then every operator is snapshotted and closed."""
+        if checkpoint.drain:
+            if self.head.current_watermark < MAX_WATERMARK_TS:
+                self.head.guarded("end of input", lambda: self.head.process_watermark(MAX_WATERMARK))
+            self._phase("end of input", self.all_operators, lambda op: op.end_input())
+        else:
+            self._note_watermarks()
+        k = self.scope.subtask
+        self._phase("snapshot", self.all_operators, lambda op: checkpoint.write(op.node.key, k, op.snapshot_state()))
+        self._phase("close", self.all_operators, lambda op: op.close())
 
     def _note_watermarks_at_end_of_input(self) -> None:
         """Wrap the head's watermark input (every watermark of the subtask enters there, also
@@ -260,6 +307,7 @@ class OperatorChain:
         on_watermark = (None, head.process_watermark1, head.process_watermark2)
         wm_type, record_type, end = Watermark, StreamRecord, END_OF_INPUT
         every, n = TIMING_SAMPLE_EVERY, 0
+        stopping = self.checkpoint is not None and not self.checkpoint.drain
         try:  # element dispatch inlined on purpose for the per-record path, as in _process
             for number, element in inputs.elements():
                 t = type(element)
@@ -267,6 +315,8 @@ class OperatorChain:
                     on_watermark[number](element)
                     continue
                 if element is end:
+                    if stopping:  # a stream run that is not drained: the input does not end
+                        continue
                     head.end_of_input(number)
                     continue
                 n += 1
@@ -310,6 +360,7 @@ def run_subtask(
     sink_writer_factory: SinkWriterFactory,
     *,
     plain_values: bool = False,
+    checkpoint: Optional[SubtaskCheckpoint] = None,
 ) -> SubtaskMetrics:
     """Run one parallel subtask of a chain over `inputs` and return its counters.
 
@@ -321,8 +372,11 @@ def run_subtask(
     remaining timers, emits keyed reduce results) then closes head to tail.
     `plain_values=True` promises that `inputs` holds bare values only (a
     source split): the input loop then skips its per-element type dispatch.
+    `checkpoint`: a stream run (`core.interfaces.SubtaskCheckpoint`): state is
+    restored before open and snapshotted at the end, and the input ends with the
+    MAX watermark only when the run drains.
     Raises ChainExecutionError naming operator, chain, subtask, phase, record
     (its `.metrics` holds the counters up to the failure).
     """
     chain = OperatorChain(job, chain_id, subtask_index, run_id, record_writer_factory, sink_writer_factory)
-    return chain.run(inputs, plain_values=plain_values)
+    return chain.run(inputs, plain_values=plain_values, checkpoint=checkpoint)

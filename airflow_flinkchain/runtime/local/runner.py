@@ -31,29 +31,44 @@ from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import CollectSink, FileSink
-from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource
+from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource, UnboundedSource
+from airflow_flinkchain.runtime.connectors.file_rows import read_file_rows
+from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
-from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 from airflow_flinkchain.runtime.local.exchange import LocalChannelWriter, MemoryExchange
 from airflow_flinkchain.runtime.pipeline_run import (ChainRunError, PipelineResult, run_id_for, deliver_collected,
                                                      render_overrides, template_context, topological_chains)
+from airflow_flinkchain.runtime.stream_run import ChainStreamStep, begin_stream_run, commit_stream_run, stream_result
 from airflow_flinkchain.runtime.stream_task import check_output_types, edge_record_type, run_stream_task
 
 
-def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict] = None) -> PipelineResult:
+def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict] = None,
+                  drain: bool = False) -> PipelineResult:
     """Run every chain of `pipeline` in this process; see the module docstring.
-    `context` adds to / overrides the template context of file paths."""
+    `context` adds to / overrides the template context of file paths. A pipeline with a
+    `checkpoint_dir` runs one stream run (`runtime.stream_run`); `drain` ends it with the
+    MAX watermark."""
     job = pipeline.plan()
     run_id = run_id_for(job.pipeline, run_id)
     overrides = render_overrides(job, {**template_context(run_id, job.pipeline), **(context or {})})
     plan_bytes = dumps_plan(job)
     exchange = MemoryExchange()
     result = PipelineResult(job.pipeline, run_id, None)
+    stream = None
+    checkpoint_dir = getattr(pipeline, "checkpoint_dir", None)
+    if checkpoint_dir is not None:
+        stream = begin_stream_run(job, checkpoint_dir, run_id, drain=drain,
+                                  allow_non_restored_state=pipeline.allow_non_restored_state)
+    elif drain:
+        raise ValueError(f"pipeline {job.pipeline!r}: drain=True needs a checkpoint_dir (a stream run)")
     for chain in topological_chains(job):
-        result.metrics[chain.id] = LocalChainRun(job, chain.id, run_id, plan_bytes, exchange, overrides).run()
+        result.metrics[chain.id] = LocalChainRun(job, chain.id, run_id, plan_bytes, exchange, overrides,
+                                                 stream).run()
     result.outputs = dict(exchange.collected)
+    if stream is not None:
+        result.stream = stream_result(commit_stream_run(job, stream))
     deliver_collected(job, result)
     return result
 
@@ -87,13 +102,15 @@ class LocalChainRun:
     """One run of one chain: its subtasks in turn, then the commit of its outputs."""
 
     def __init__(self, job, chain_id: str, run_id: str, plan_bytes: bytes, exchange: MemoryExchange,
-                 overrides: dict):
+                 overrides: dict, stream=None):
         self.job = job
         self.chain = job.chain(chain_id)
         self.run_id = run_id
         self.plan_bytes = plan_bytes
         self.exchange = exchange
-        self.overrides = overrides
+        self.step = ChainStreamStep(stream, job, chain_id) if stream is not None else None
+        self.overrides = self.step.sink_overrides(overrides) if self.step is not None else overrides
+        self.source = None  # the head's reader in a stream run / of an UnboundedSource (None: read below)
         self.edge_writers: dict[str, list[LocalChannelWriter]] = {e: [] for e in self.chain.out_edges}
         self.sink_writers: dict[str, list] = {}  # sink node key -> writer per subtask, in subtask order
         self.stages: dict[str, Location] = {}  # file sink node key -> staging directory
@@ -118,10 +135,14 @@ class LocalChainRun:
             if errors:
                 raise ChainRunError(errors[0]["error"])
             doc["outputs"] = self._commit(reports)
+            if self.step is not None:
+                doc["stream"] = self.step.commit(reports)
             doc["state"] = "success"
         except Exception as exc:
             doc["state"] = "failed"
             doc["error"] = str(exc) or type(exc).__name__
+            if self.step is not None:
+                self.step.discard()
             raise ChainRunError(doc["error"], doc) from exc
         finally:
             doc["ended_at"] = _now()
@@ -142,8 +163,16 @@ class LocalChainRun:
                                 "run this pipeline with execute() (Spark), or test it with a collect / "
                                 "TestingSink in place of this sink")
         head = g.node(self.chain.head_id)
-        if head.kind is OperatorKind.SOURCE and isinstance(head.function, FileSource):
-            self.rows = read_file_rows(head.function, self.path_of(head), f"source {head.name!r}")
+        if head.kind is not OperatorKind.SOURCE:
+            return
+        label = f"source {head.name!r}"
+        path = self.path_of(head) if isinstance(head.function, FileSource) else None
+        if self.step is not None:
+            self.source = self.step.source_reader(head, path, label)
+        elif isinstance(head.function, UnboundedSource):
+            self.source, _ = plan_stream_source(head.function, None, None, self.chain.parallelism, label)
+        if self.source is None and isinstance(head.function, FileSource):
+            self.rows = read_file_rows(head.function, path, label)
 
     def file_split(self, subtask: int) -> list:
         n, p = len(self.rows), self.chain.parallelism
@@ -188,6 +217,7 @@ class LocalTaskIO:
     def __init__(self, run: LocalChainRun):
         self.run = run
         self.writers: dict[str, Any] = {}
+        self.checkpoint = run.step.subtask_checkpoint() if run.step is not None else None
 
     def input_channels(self, subtask: int, edges=None) -> list:
         job = self.run.job
@@ -195,6 +225,8 @@ class LocalTaskIO:
                                                 lambda e: job.chain(job.edge(e).source).parallelism)
 
     def source_input(self, head, subtask: int) -> tuple[Iterable, bool]:
+        if self.run.source is not None:
+            return self.run.source.read(subtask, iter(())), self.run.source.plain_values
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
             return self.run.file_split(subtask), True
@@ -233,42 +265,3 @@ class LocalTaskIO:
 
     def written(self) -> dict:
         return {name: w.records if isinstance(w, LocalChannelWriter) else w.count for name, w in self.writers.items()}
-
-
-def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
-    """The rows of a file source as dicts, read with pyarrow (files or a directory;
-    names starting with '.' or '_' are skipped, as Spark does)."""
-    import pyarrow.csv as pacsv
-    import pyarrow.dataset as pads
-
-    loc = Location(path)
-    if not loc.exists():
-        raise FileNotFoundError(f"{where}: source path {path!r} does not exist (rendered from {source.path!r}); "
-                                "create it, or fix the path / its template")
-    schema = parse_output_type(source.schema, where)
-    options = dict(source.options)
-    header = True
-    if source.format == "parquet":
-        fmt = pads.ParquetFileFormat()
-    elif source.format == "json":
-        fmt = pads.JsonFileFormat()
-    else:
-        header = bool(options.pop("header", False))
-        sep = options.pop("sep", options.pop("delimiter", ","))
-        options.pop("inferSchema", None)
-        if schema is not None:  # as Spark: a CSV schema names the columns by position
-            read = pacsv.ReadOptions(column_names=schema.names, skip_rows=1 if header else 0)
-            convert = pacsv.ConvertOptions(column_types=schema)
-        else:
-            read, convert = pacsv.ReadOptions(autogenerate_column_names=not header), None
-        fmt = pads.CsvFileFormat(parse_options=pacsv.ParseOptions(delimiter=sep), read_options=read,
-                                 convert_options=convert)
-    if options:
-        raise ValueError(f"{where}: option(s) {sorted(options)} of the {source.format} source are not supported "
-                         "by execute_local(); run this pipeline with execute() (Spark)")
-    table = pads.dataset(loc.path, format=fmt, filesystem=loc.fs).to_table()
-    if source.format == "csv" and not header and schema is None:  # Spark's names for headerless CSV
-        table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
-    elif schema is not None and source.format != "csv":
-        table = table.select(schema.names).cast(schema)
-    return table.to_pylist()

@@ -3,9 +3,11 @@
     spark-submit [spark options] airflow_flinkchain/runtime/spark/entry.py \\
         --plan PATH --chain ID --run-id RID --exchange-root ROOT \\
         [--dag-id D] [--attempt-id A] [--overrides JSON|@file] [--metrics-out PATH]
+        [--checkpoint-dir DIR]
 
 Starts (or gets) the SparkSession - the master comes from spark-submit -, runs
-`run_chain` and leaves the metrics JSON at
+`run_chain` (in a stream run, with `--checkpoint-dir`: as part of the run that
+`begin_stream_run` recorded there for RID) and leaves the metrics JSON at
 `{exchange_root}/{dag_id}/{run_id}/_metrics/{chain_id}.json` (see ExchangeArea; also on failure,
 with state "failed" and the error; and at --metrics-out when given). Schema:
   {"pipeline", "dag_id", "run_id", "chain", "attempt", "spark_app_id", "state":
@@ -40,6 +42,8 @@ def parse_args(argv: Optional[list] = None) -> argparse.Namespace:
     p.add_argument("--attempt-id", default=None, help="default: a fresh id")
     p.add_argument("--overrides", default=None, help='JSON {node_key: {"path": rendered}} or @file')
     p.add_argument("--metrics-out", default=None, help="also write the metrics JSON here")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="a stream run's checkpoint_dir (the run was begun by begin_stream_run)")
     return p.parse_args(argv)
 
 
@@ -70,8 +74,13 @@ def main(argv: Optional[list] = None) -> int:
 
         job = load_plan(args.plan)
         spark = get_or_create_spark(app_name=f"flinkchain {args.dag_id or job.pipeline} {args.chain}")
+        stream_run = None
+        if args.checkpoint_dir:
+            from airflow_flinkchain.runtime.stream_run import StreamRun
+
+            stream_run = StreamRun.open(args.checkpoint_dir, args.run_id)
         result = run_chain(spark, job, args.chain, args.run_id, args.exchange_root, dag_id=args.dag_id,
-                           attempt_id=args.attempt_id, overrides=_overrides(args.overrides))
+                           attempt_id=args.attempt_id, overrides=_overrides(args.overrides), stream_run=stream_run)
         doc = result.metrics
     except ChainRunError as exc:
         error, doc = str(exc), exc.metrics

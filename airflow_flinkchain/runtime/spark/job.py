@@ -45,6 +45,7 @@ from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, replace
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
 from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition
+from airflow_flinkchain.runtime.stream_run import ChainStreamStep, StreamRun
 from airflow_flinkchain.runtime.stream_task import check_output_types
 
 METRICS_SCHEMA = "metrics string"
@@ -101,12 +102,17 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
 
 def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id: Optional[str] = None,
               attempt_id: Optional[str] = None, overrides: Optional[dict] = None,
-              plan_bytes: Optional[bytes] = None) -> ChainRunResult:
+              plan_bytes: Optional[bytes] = None, stream_run: Optional[StreamRun] = None) -> ChainRunResult:
     """Run one attempt of one chain and commit its outputs; raises ChainRunError
-    (after writing the failed metrics document) when it fails."""
+    (after writing the failed metrics document) when it fails. `stream_run` (from
+    `begin_stream_run` / `StreamRun.open`): the chain restores from the run's base
+    checkpoint and stages its snapshot and file sinks for `commit_stream_run`."""
     dag_id = dag_id or job.pipeline
     attempt_id = attempt_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     overrides = overrides or {}
+    step = ChainStreamStep(stream_run, job, chain_id, attempt_id) if stream_run is not None else None
+    if step is not None:
+        overrides = step.sink_overrides(overrides)
     area = ExchangeArea(exchange_root, dag_id, run_id)
     chain = job.chain(chain_id)
     doc = {"pipeline": job.pipeline, "dag_id": dag_id, "run_id": run_id, "chain": chain_id,
@@ -121,6 +127,9 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             plan_bytes = ship_plan(job, attempt.dir.join("_collections"))
             job = loads_plan(plan_bytes)  # its collections are references to their data files now
         spec = build_spec(job, chain_id, run_id, area, attempt_id, overrides)
+        if step is not None:
+            _stream_source(job, chain, spec, step, overrides)
+            spec.checkpoint = step.subtask_checkpoint()
         plan = spark.sparkContext.broadcast(plan_bytes)
         df = spec.source.input_dataframe(spark, chain.parallelism) if spec.source is not None else None
         if df is None:  # placeholder input: one empty partition per subtask
@@ -139,10 +148,14 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         if len(reports) != chain.parallelism:
             raise ChainRunError(f"chain {chain_id!r}: {len(reports)} of {chain.parallelism} subtasks reported")
         doc["outputs"] = _commit(job, spec, area, run_id, reports)
+        if step is not None:
+            doc["stream"] = step.commit(reports)
         doc["state"] = "success"
     except Exception as exc:
         doc["state"] = "failed"
         doc["error"] = _error_text(exc)
+        if step is not None:
+            step.discard()
         raise ChainRunError(doc["error"], doc) from exc
     finally:
         doc["ended_at"] = _now()
@@ -155,6 +168,18 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+def _stream_source(job, chain, spec: SubtaskSpec, step: ChainStreamStep, overrides: dict) -> None:
+    """A stream run's source reads what arrived since the last run (or nothing, for a
+    bounded source after the first run)."""
+    head = job.stream_graph.node(chain.head_id)
+    if head.kind is not OperatorKind.SOURCE:
+        return
+    path = _path_of(head, overrides) if isinstance(getattr(head.function, "path", None), str) else None
+    reader = step.source_reader(head, path, f"source {head.name!r}")
+    if reader is not None:
+        spec.source = reader
 
 
 def _error_text(exc: BaseException) -> str:

@@ -22,10 +22,11 @@ from airflow_flinkchain.runtime.pipeline_run import (PipelineResult, run_id_for,
                                                      render_overrides, template_context, topological_chains)
 from airflow_flinkchain.runtime.spark.job import run_chain
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
+from airflow_flinkchain.runtime.stream_run import begin_stream_run, commit_stream_run, stream_result
 
 
 def execute_pipeline(pipeline, spark=None, exchange_root: Optional[str] = None, run_id: Optional[str] = None,
-                     keep: bool = False, context: Optional[dict] = None) -> PipelineResult:
+                     keep: bool = False, context: Optional[dict] = None, drain: bool = False) -> PipelineResult:
     from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
     job = pipeline.plan()
@@ -38,13 +39,21 @@ def execute_pipeline(pipeline, spark=None, exchange_root: Optional[str] = None, 
     result = PipelineResult(job.pipeline, run_id, root if (keep or not temporary) else None)
     area = ExchangeArea(root, dag_id, run_id)
     collections = area.run.join("_plan", "collections")  # the plan's data, dropped after the run
+    stream = None
     try:
+        if pipeline.checkpoint_dir is not None:
+            stream = begin_stream_run(job, pipeline.checkpoint_dir, run_id, drain=drain,
+                                      allow_non_restored_state=pipeline.allow_non_restored_state)
+        elif drain:
+            raise ValueError(f"pipeline {job.pipeline!r}: drain=True needs a checkpoint_dir (a stream run)")
         plan_bytes = ship_plan(job, collections)
         shipped = loads_plan(plan_bytes)  # collections are references to their data files now
         for chain in topological_chains(shipped):
             run = run_chain(spark, shipped, chain.id, run_id, root, dag_id=dag_id, overrides=overrides,
-                            plan_bytes=plan_bytes)
+                            plan_bytes=plan_bytes, stream_run=stream)
             result.metrics[chain.id] = run.metrics
+        if stream is not None:
+            result.stream = stream_result(commit_stream_run(job, stream))
         for node in job.stream_graph.nodes:
             if node.kind is OperatorKind.SINK and isinstance(node.function, CollectSink):
                 name = node.function.name

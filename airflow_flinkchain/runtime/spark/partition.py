@@ -30,6 +30,7 @@ class SubtaskSpec:
     outputs: dict = field(default_factory=dict)  # edge id -> {location, channels, output_type, label}
     sinks: dict = field(default_factory=dict)  # sink node key -> its SinkConnector
     runner: Any = None  # run_subtask stand-in (None: the core's); a seam for runtime tests
+    checkpoint: Any = None  # a stream run's SubtaskCheckpoint (runtime.exchange.checkpoints), or None
 
 
 class SparkTaskIO:
@@ -41,6 +42,7 @@ class SparkTaskIO:
         self.spec = spec
         self.batches = batches
         self.writers: dict[str, Any] = {}
+        self.checkpoint = spec.checkpoint
 
     def input_channels(self, subtask: int, edges: Optional[Sequence[str]] = None) -> list:
         files = []

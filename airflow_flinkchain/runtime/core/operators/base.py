@@ -173,6 +173,20 @@ class StreamOperator:
             self._function_open = False
             self.node.function.close()
 
+    # ---- snapshot / restore (stream runs) ----------------------------------
+    def snapshot_state(self) -> dict:
+        """Flink's snapshotState at the end of a stream run: what this subtask holds
+        (here its watermark; subclasses add their state)."""
+        return {"watermark": self.current_watermark}
+
+    def initialize_state(self, snapshots: list, own: Optional[dict] = None) -> None:
+        """Flink's initializeState, before open: `snapshots` of every former subtask of
+        this operator, `own` the one of this subtask index when the parallelism is
+        unchanged (else None: the watermark is the minimum of the former ones)."""
+        marks = [s["watermark"] for s in ([own] if own is not None else snapshots) if "watermark" in s]
+        if marks:
+            self.current_watermark = min(marks)
+
     # ---- records ---------------------------------------------------------
     def make_process(self, emit: Optional[Callable], side: Callable[[str], Optional[Callable]]) -> Callable:
         raise NotImplementedError

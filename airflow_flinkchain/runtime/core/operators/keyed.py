@@ -233,15 +233,20 @@ class KeyedOperator(StreamOperator):
 
     # ---- snapshot / restore ------------------------------------------------
     def snapshot_state(self) -> dict:
-        """Flink's snapshotState: this subtask's keyed state and pending timers, by key group."""
-        return {"keyed_state": self.state_backend.snapshot(), "timers": self.timer_service.snapshot()}
+        """Flink's snapshotState: this subtask's watermark, keyed state and pending timers,
+        by key group."""
+        return {**super().snapshot_state(), "keyed_state": self.state_backend.snapshot(),
+                "timers": self.timer_service.snapshot()}
 
-    def initialize_state(self, snapshots) -> None:
+    def initialize_state(self, snapshots, own: Optional[dict] = None) -> None:
         """Flink's initializeState: the entries of this subtask's key groups from the snapshots
         of any number of former subtasks (same max parallelism, any parallelism)."""
         snapshots = list(snapshots)
+        super().initialize_state(snapshots, own)
         self.state_backend.restore([s["keyed_state"] for s in snapshots])
         self.timer_service.restore([s["timers"] for s in snapshots], self.state_backend.key_group_range)
+        if self.current_watermark > MIN_WATERMARK_TS:  # lateness is judged against the restored watermark
+            self.timer_service.current_watermark = self.current_watermark
 
     # ---- watermarks and the end of input ------------------------------------
     def process_watermark(self, watermark: Watermark) -> None:

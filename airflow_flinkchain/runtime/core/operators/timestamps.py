@@ -71,11 +71,14 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.idleness = self.progressive and strategy.get_idle_timeout() is not None
         self.wm_output = _WatermarkEmitter(self)
         self.generator = None
+        self._restored_generator = None
+        self._saw_records = False  # in an earlier stream run (idleness at the end of input)
 
     def open(self) -> None:
         super().open()
         if self.progressive:
-            self.generator = self.node.function.create_watermark_generator(self.runtime_context)
+            self.generator = (self._restored_generator
+                              or self.node.function.create_watermark_generator(self.runtime_context))
 
     def emit_generated_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp
@@ -163,7 +166,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def process_watermark(self, watermark: Watermark) -> None:
         # only the end of input passes; this operator's generator makes the stream's watermarks
         if watermark.timestamp >= MAX_WATERMARK_TS and self.current_watermark < MAX_WATERMARK_TS:
-            if self.idleness and self.metrics.records_in == 0:
+            if self.idleness and self.metrics.records_in == 0 and not self._saw_records:
                 # with_idleness: a subtask that never got a record was idle all along (Flink marks
                 # it idle once its idle timeout passed); the downstream valve leaves it out from the start
                 self.wm_output.mark_idle()
@@ -171,3 +174,17 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self.wm_output.current = MAX_WATERMARK_TS
             self.current_watermark = MAX_WATERMARK_TS
             self.output.emit_watermark(watermark)
+
+    # ---- snapshot / restore (stream runs): the generator goes on where it stopped ----
+    def snapshot_state(self) -> dict:
+        return {**super().snapshot_state(), "generator": self.generator, "emitted": self.wm_output.current,
+                "saw_records": self._saw_records or self.metrics.records_in > 0}
+
+    def initialize_state(self, snapshots, own=None) -> None:
+        super().initialize_state(snapshots, own)
+        if own is not None:  # a generator belongs to its subtask; rescaled subtasks start a fresh one
+            self._restored_generator = own.get("generator")
+            self.wm_output.current = own.get("emitted", self.current_watermark)
+            self._saw_records = bool(own.get("saw_records"))
+        else:
+            self.wm_output.current = self.current_watermark

@@ -60,6 +60,27 @@ class TwoInputStreamOperator(StreamOperator):
         out = self.output
         return out.main_emitter(timed), (lambda tag_id: out.side_emitter(tag_id, timed))
 
+    # ---- snapshot / restore (stream runs) ----------------------------------
+    def snapshot_state(self) -> dict:
+        state = {**super().snapshot_state(), "input_watermarks": list(self._input_watermarks)}
+        broadcast = getattr(self, "broadcast_states", None)
+        if broadcast:
+            state["broadcast"] = {name: st.snapshot() for name, st in broadcast.items()}
+        return state
+
+    def initialize_state(self, snapshots, own=None) -> None:
+        snapshots = list(snapshots)
+        super().initialize_state(snapshots, own)
+        marks = [s["input_watermarks"] for s in ([own] if own is not None else snapshots) if "input_watermarks" in s]
+        if marks:
+            self._input_watermarks = [min(m[0] for m in marks), min(m[1] for m in marks)]
+        broadcast = getattr(self, "broadcast_states", None)
+        saved = next((s["broadcast"] for s in ([own] if own is not None else snapshots) if "broadcast" in s), None)
+        if broadcast and saved:  # the same on every former subtask (Flink restores one copy)
+            for name, entries in saved.items():
+                if name in broadcast:
+                    broadcast[name].put_all(entries)
+
     # ---- watermarks --------------------------------------------------------
     def process_watermark1(self, watermark: Watermark) -> None:
         self._input_watermark(0, watermark.timestamp)

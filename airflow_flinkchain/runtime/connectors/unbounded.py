@@ -1,0 +1,177 @@
+"""Sources of stream runs: what a run reads, from the positions the last run committed.
+
+`plan_stream_source` runs on the driver at the start of a chain attempt (Flink's split
+enumerator): it asks the source what is available now and assigns each split's range
+[committed position, available end) to a subtask. `StreamSourceReader` reads those ranges
+in the subtasks (Flink's split reader). The splits of an `UnboundedSource` go to subtask
+(index among the sorted split ids) % parallelism in every run, so a split stays with its
+subtask (and its watermark generator) while the parallelism is unchanged; new files go
+in contiguous ranges of their sorted paths. Every source kind goes through the same three steps - discover, assign, read:
+
+* `UnboundedSource` (io/sources.py): the user's discover / initial_position / read_split;
+* `FileSource(monitor=True)`: splits are the files not read before (sorted; names
+  starting with '.' or '_' skipped), a read file whose size or modification time
+  changed is an error; positions {"files": {path: [size, mtime_ns]}};
+* `SqlSource(incremental_column=...)`: one split, the rows above the committed value up
+  to the maximum present now; positions {"value": last value read};
+* any other (bounded) source: read once, in the first run; positions {"bounded": "read"}.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, register_source
+from airflow_flinkchain.runtime.exchange.layout import Location
+
+BOUNDED_READ = {"bounded": "read"}
+
+
+def is_unbounded(descriptor: Any) -> bool:
+    return (isinstance(descriptor, UnboundedSource)
+            or (isinstance(descriptor, FileSource) and descriptor.monitor)
+            or (isinstance(descriptor, SqlSource) and descriptor.incremental_column is not None))
+
+
+class StreamSourceReader(SourceReader):
+    """Subtask k reads its assigned ranges [(split_id, start, end)] in order."""
+
+    def __init__(self, descriptor: Any, path: Optional[str], label: str, assignments: list[list]):
+        self.descriptor = descriptor
+        self.path = path
+        self.label = label
+        self.assignments = assignments
+        self.plain_values = isinstance(descriptor, FileSource)
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
+        for split_id, start, end in self.assignments[subtask] if subtask < len(self.assignments) else ():
+            yield from _read_split(self.descriptor, split_id, start, end, self.label)
+
+
+class NothingReader(SourceReader):
+    """A bounded source after its first stream run."""
+
+    plain_values = True
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
+        return iter(())
+
+
+def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional[dict], parallelism: int,
+                       label: str) -> tuple[Optional[SourceReader], dict]:
+    """(the reader of this run, or None: the source's ordinary reader reads it whole; the
+    positions to commit when the run commits)."""
+    positions = dict(positions or {})
+    if not is_unbounded(descriptor):
+        if positions.get("bounded") == "read":
+            return NothingReader(), positions
+        return None, dict(BOUNDED_READ)
+    if isinstance(descriptor, FileSource):
+        ranges, new = _discover_files(descriptor, path, positions, label)
+    elif isinstance(descriptor, SqlSource):
+        ranges, new = _discover_rows(descriptor, positions, label)
+    else:
+        ranges, new = _discover_splits(descriptor, positions, label)
+    parallelism = parallelism if descriptor.parallel else 1
+    n = len(ranges)
+    if isinstance(descriptor, UnboundedSource):  # split i of all known splits -> subtask i % p, in every run
+        assignments = [[r for i, r in enumerate(ranges) if i % parallelism == k and r[1] != r[2]]
+                       for k in range(parallelism)]
+    else:
+        assignments = [ranges[k * n // parallelism:(k + 1) * n // parallelism] for k in range(parallelism)]
+    return StreamSourceReader(descriptor, path, label, assignments), new
+
+
+def _discover_splits(source: UnboundedSource, positions: dict, label: str) -> tuple[list, dict]:
+    committed = dict(positions.get("splits") or {})
+    try:
+        available = source.discover(dict(committed))
+    except Exception as exc:
+        raise RuntimeError(f"{label}: discover() of {type(source).__name__} failed: {exc}") from exc
+    if not isinstance(available, dict):
+        raise TypeError(f"{label}: {type(source).__name__}.discover() must return {{split_id: end position}}, "
+                        f"got {type(available).__name__}")
+    ranges = []
+    for split_id in sorted(set(available) | set(committed), key=str):
+        if split_id not in available:  # gone from the source: keeps its position
+            ranges.append((split_id, committed[split_id], committed[split_id]))
+            continue
+        start = committed[split_id] if split_id in committed else source.initial_position(split_id)
+        end = available[split_id]
+        ranges.append((split_id, start, end))  # empty ranges too: they keep the split -> subtask mapping
+        committed[split_id] = end
+    return ranges, {"splits": committed}
+
+
+def _discover_files(source: FileSource, path: Optional[str], positions: dict, label: str) -> tuple[list, dict]:
+    loc = Location(path or source.path)
+    if not loc.exists():
+        raise FileNotFoundError(f"{label}: monitored directory {loc.uri!r} does not exist; create it")
+    read = dict(positions.get("files") or {})
+    fresh = []
+    for file_path in loc.list_files():  # sorted; '.'- and '_'-prefixed names (in progress) skipped
+        info = loc.fs.get_file_info(file_path)
+        stamp = [info.size, info.mtime_ns]
+        uri = loc.uri + file_path[len(loc.path):] if "://" in loc.uri else file_path
+        if uri in read:
+            if list(read[uri]) != stamp:
+                raise RuntimeError(f"{label}: file {uri!r} changed after an earlier run read it (size/modification "
+                                   "time differ); files of a monitored directory must not change once visible: "
+                                   "write them under a name starting with '.' or '_' and rename when complete")
+            continue
+        fresh.append((uri, 0, stamp))
+        read[uri] = stamp
+    return fresh, {"files": read}
+
+
+def _sql_url(source: SqlSource, label: str) -> str:
+    from airflow_flinkchain.runtime.connectors.sql import resolve_url
+
+    return resolve_url(source.url, source.conn_id, label)
+
+
+def _discover_rows(source: SqlSource, positions: dict, label: str) -> tuple[list, dict]:
+    from airflow_flinkchain.runtime.connectors.sql import read_query
+
+    col = source.incremental_column
+    rows = list(read_query(_sql_url(source, label), f"select max({col}) as hi from ({source.query}) q",
+                           dict(source.params)))
+    lo, hi = positions.get("value"), rows[0]["hi"] if rows else None
+    if hi is None or (lo is not None and hi <= lo):
+        return [], {"value": lo}
+    return [("rows", lo, hi)], {"value": hi}
+
+
+def _read_split(source: Any, split_id: str, start: Any, end: Any, label: str) -> Iterator[Any]:
+    if isinstance(source, FileSource):
+        from airflow_flinkchain.runtime.connectors.file_rows import read_file_rows
+
+        yield from read_file_rows(source, split_id, label)
+    elif isinstance(source, SqlSource):
+        from airflow_flinkchain.runtime.connectors.sql import read_query
+
+        col = source.incremental_column
+        where = f"{col} <= :_hi" if start is None else f"{col} > :_lo and {col} <= :_hi"
+        yield from read_query(_sql_url(source, label), f"select * from ({source.query}) q where {where} order by {col}",
+                              {**source.params, "_lo": start, "_hi": end})
+    else:
+        yield from source.read_split(split_id, start, end)
+
+
+@register_source(UnboundedSource)
+class UnboundedSourceReader(SourceReader):
+    """An unbounded source outside stream runs: read once, from its initial positions (the
+    splits are planned on the driver when Spark asks for the input)."""
+
+    def __init__(self, descriptor: UnboundedSource, ctx: ConnectorContext):
+        self.descriptor = descriptor
+        self.label = ctx.label
+        self.planned: Optional[SourceReader] = None
+
+    def input_dataframe(self, spark: Any, parallelism: int) -> Any:
+        self.planned, _ = plan_stream_source(self.descriptor, None, None, parallelism, self.label)
+        return None
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
+        return self.planned.read(subtask, batches)

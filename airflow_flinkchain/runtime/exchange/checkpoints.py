@@ -1,0 +1,218 @@
+"""All paths of a stream pipeline's `checkpoint_dir`, and the snapshot files of one subtask.
+
+Layout (see docs/stream-runs.md):
+
+    {checkpoint_dir}/
+        _latest.json                                  the commit point: {"checkpoint": n, "dir", "run_id"}
+        shared/{operator_key}/kg-{kg:05d}-{digest}.pkl  keyed state and timers of one key group, by content
+        chk-{n:06d}/                                  one committed run (immutable)
+            _manifest.json
+            chains/{chain_id}/_chain.json             a chain's operators, source positions, sinks
+            chains/{chain_id}/operators/{operator_key}/subtask-{k:05d}.pkl
+            chains/{chain_id}/sinks/{sink_key}/part-*  staged sink output, moved away when published
+        _runs/{run_id}/                               a run in progress
+            _run.json                                 base checkpoint, drain, ...
+            chains/{chain_id}/...                     a chain's committed attempt, as in chk-*/chains/
+            _attempts/{chain_id}/{attempt_id}/...     a running chain attempt
+
+Ids become segments through `path_names.path_segment`, as in the exchange area.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any, Optional
+
+from airflow_flinkchain.path_names import path_segment
+from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
+from airflow_flinkchain.runtime.exchange.layout import Location
+from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_for_operator_index
+
+LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.json", "_chain.json"
+
+
+class CheckpointArea:
+    """The paths under one `checkpoint_dir`."""
+
+    def __init__(self, checkpoint_dir: str):
+        if not isinstance(checkpoint_dir, str) or not checkpoint_dir:
+            raise ValueError(f"checkpoint_dir must be a non-empty path string, got {checkpoint_dir!r}")
+        self.root = Location(checkpoint_dir)
+
+    @staticmethod
+    def checkpoint_name(n: int) -> str:
+        return f"chk-{n:06d}"
+
+    def checkpoint(self, n: int) -> Location:
+        return self.root.join(self.checkpoint_name(n))
+
+    def latest(self) -> Location:
+        return self.root.join(LATEST)
+
+    def runs(self) -> Location:
+        return self.root.join("_runs")
+
+    def run(self, run_id: str) -> Location:
+        return self.runs().join(path_segment(run_id, "run id"))
+
+    def chain_attempt(self, run_id: str, chain_id: str, attempt_id: str) -> Location:
+        return self.run(run_id).join("_attempts", path_segment(chain_id, "chain id"),
+                                     path_segment(attempt_id, "attempt id"))
+
+    def read_latest(self) -> Optional[dict]:
+        loc = self.latest()
+        return json.loads(loc.read_text()) if loc.exists() else None
+
+    def write_latest(self, doc: dict) -> None:
+        """Replace the pointer: written aside, then renamed over the old one (one rename:
+        atomic on POSIX and HDFS; a single PUT on object stores)."""
+        final = self.latest()
+        tmp = final.sibling(f".{LATEST}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(doc, indent=1))
+        final.fs.move(tmp.path, final.path)
+
+    def shared(self) -> Location:
+        """Key-group files referenced by the retained checkpoints (see SubtaskCheckpointFiles)."""
+        return self.root.join("shared")
+
+    def checkpoints(self) -> list[int]:
+        """Ids of the checkpoint directories present, ascending."""
+        from pyarrow import fs as pafs
+
+        if not self.root.exists():
+            return []
+        ids = []
+        for info in self.root.fs.get_file_info(pafs.FileSelector(self.root.path)):
+            name = info.base_name
+            if info.type == pafs.FileType.Directory and name.startswith("chk-") and name[4:].isdigit():
+                ids.append(int(name[4:]))
+        return sorted(ids)
+
+
+def chain_dir(base: Location, chain_id: str) -> Location:
+    """A chain's directory inside a checkpoint or a run's staging."""
+    return base.join("chains", path_segment(chain_id, "chain id"))
+
+
+def operator_file(chain_base: Location, operator_key: str, subtask: int) -> Location:
+    return chain_base.join("operators", path_segment(operator_key, "operator key"), f"subtask-{subtask:05d}.pkl")
+
+
+def sink_dir(chain_base: Location, sink_key: str) -> Location:
+    return chain_base.join("sinks", path_segment(sink_key, "sink key"))
+
+
+def holds_state(state: dict) -> bool:
+    """Whether an operator's snapshot holds more than its watermark (for `allow_non_restored_state`)."""
+    keyed = state.get("keyed_state") or {}
+    timers = state.get("timers") or {}
+    return bool(keyed.get("key_groups") or timers.get("key_groups") or state.get("generator") is not None
+                or any((state.get("broadcast") or {}).values()))
+
+
+class SubtaskCheckpointFiles:
+    """`core.interfaces.SubtaskCheckpoint` over files (picklable: shipped to the subtasks).
+    `restore_from`: operator key -> {"files": the snapshot files of its former subtasks in
+    subtask order, "max_parallelism": of its keyed state or None}; `stage`: the chain
+    attempt's staging directory; `shared`: the checkpoint_dir's `shared/` directory.
+
+    Keyed state and timers go to one file per key group under `shared/{operator_key}/`,
+    named by a digest of its content (Flink's incremental checkpoints keep shared files
+    the same way): a key group that did not change since an earlier run is not written
+    again, only referenced. A keyed subtask reads the key groups of its own range only
+    (Flink's KeyGroupRangeAssignment), from the former subtasks whose ranges overlap it;
+    other state is read from the subtask's own former file when the parallelism is
+    unchanged, from all former files otherwise."""
+
+    def __init__(self, drain: bool, parallelism: int, restore_from: dict, stage: Location,
+                 shared: Optional[Location] = None):
+        self.drain = drain
+        self.parallelism = parallelism
+        self.restore_from = restore_from
+        self.stage = stage
+        self.shared = shared
+        self._summary: dict = {}
+
+    def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
+        former = self.restore_from.get(operator_key)
+        if not former or not former["files"]:
+            return [], None
+        files, max_parallelism = former["files"], former.get("max_parallelism")
+        same = len(files) == self.parallelism
+        mine = None
+        if max_parallelism is not None:
+            mine = compute_key_group_range_for_operator_index(max_parallelism, self.parallelism, subtask)
+            wanted = [k for k in range(len(files)) if _overlap(
+                compute_key_group_range_for_operator_index(max_parallelism, len(files), k), mine)]
+        else:
+            wanted = [subtask] if same else list(range(len(files)))
+        snapshots = {k: _with_key_groups(loads_plan(Location(files[k]).read_bytes()), mine) for k in wanted}
+        return list(snapshots.values()), snapshots.get(subtask) if same else None
+
+    def write(self, operator_key: str, subtask: int, state: dict) -> None:
+        stateful = holds_state(state)
+        state, total, written, refs = self._share_key_groups(operator_key, state)
+        data = dumps_plan(state)
+        operator_file(self.stage, operator_key, subtask).write_bytes(data)
+        wm = state.get("watermark", MIN_WATERMARK_TS)
+        keyed = state.get("keyed_state")
+        self._summary[operator_key] = {"stateful": stateful, "bytes": len(data) + total,
+                                       "written": len(data) + written, "shared": refs,
+                                       "watermark": wm if wm > MIN_WATERMARK_TS else None,
+                                       "max_parallelism": keyed["max_parallelism"] if keyed else None}
+
+    def _share_key_groups(self, operator_key: str, state: dict) -> tuple[dict, int, int, list]:
+        keyed, timers = state.get("keyed_state"), state.get("timers")
+        if keyed is None or self.shared is None:
+            return state, 0, 0, []
+        timer_groups = (timers or {}).get("key_groups") or {}
+        refs, total, written = {}, 0, 0
+        directory = self.shared.join(path_segment(operator_key, "operator key"))
+        for kg in sorted(set(keyed["key_groups"]) | set(timer_groups)):
+            blob = dumps_plan({"state": keyed["key_groups"].get(kg), "timers": timer_groups.get(kg)})
+            loc = directory.join(f"kg-{int(kg):05d}-{hashlib.sha256(blob).hexdigest()[:24]}.pkl")
+            total += len(blob)
+            if not loc.exists():  # an unchanged key group is already there
+                loc.write_bytes(blob)
+                written += len(blob)
+            refs[int(kg)] = loc.uri
+        state = {**state, "keyed_state": {**keyed, "key_groups": {}}, "key_group_files": refs}
+        if timers is not None:
+            state["timers"] = {**timers, "key_groups": {}}
+        return state, total, written, sorted(refs.values())
+
+    def summary(self) -> dict:
+        return dict(self._summary)
+
+
+def _with_key_groups(snapshot: dict, key_groups: Any) -> dict:
+    """A snapshot with the shared key-group files it references in `key_groups` (all when
+    None) read back into its keyed state and timers: the backend's portable format."""
+    refs = snapshot.pop("key_group_files", None)
+    if not refs:
+        return snapshot
+    keyed, timers = snapshot["keyed_state"], snapshot.get("timers")
+    for kg, uri in refs.items():
+        if key_groups is not None and int(kg) not in key_groups:
+            continue
+        blob = loads_plan(Location(uri).read_bytes())
+        if blob["state"] is not None:
+            keyed["key_groups"][int(kg)] = blob["state"]
+        if blob["timers"] is not None and timers is not None:
+            timers["key_groups"][int(kg)] = blob["timers"]
+    return snapshot
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    return a.start_key_group <= b.end_key_group and b.start_key_group <= a.end_key_group
+
+
+def read_json(loc: Location) -> Any:
+    return json.loads(loc.read_text())
+
+
+def write_json(loc: Location, doc: Any) -> None:
+    loc.write_text(json.dumps(doc, indent=1, default=str))

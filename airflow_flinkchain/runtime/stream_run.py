@@ -1,0 +1,326 @@
+"""Stream runs: each run of a streaming pipeline with a `checkpoint_dir` continues the
+stream where the last committed run stopped (docs/stream-runs.md).
+
+Three steps, the same for `execute()`, `execute_local()` and the Airflow tasks:
+* `begin_stream_run` (once per run, driver): roll forward the publication of the
+  latest checkpoint, drop the staging of runs that never committed, record the run;
+* per chain attempt, a `ChainStreamStep` (built by the runner): what to restore,
+  the source ranges to read, where the subtasks stage snapshots and file sinks,
+  and the chain's staged commit (a rename, replacing an earlier attempt);
+* `commit_stream_run` (once per run, after every chain): the run's staging becomes
+  the next checkpoint directory and `_latest.json` is replaced - the commit point -,
+  then the file sinks' parts are published under names holding the run's sequence
+  number (idempotent, finished by the next begin if interrupted).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+
+from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.io.sinks import FileSink, SqlSink
+from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
+from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
+                                                             SubtaskCheckpointFiles, chain_dir, operator_file,
+                                                             read_json, sink_dir, write_json)
+from airflow_flinkchain.runtime.exchange.layout import Location, replace
+
+#: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
+HISTORY = 100
+
+
+class StreamRunError(RuntimeError):
+    """A stream run that must not go on (concurrent run, missing chain, unrestored state)."""
+
+
+@dataclass
+class StreamRun:
+    """One run of a stream: what every chain task of the run must agree on."""
+
+    checkpoint_dir: str
+    run_id: str
+    drain: bool = False
+    base: Optional[int] = None  # the checkpoint restored from
+    seq: int = 1  # the run's number in the stream (sink part names)
+    expected_latest: Optional[int] = None  # the latest checkpoint at begin; the commit requires it still is
+    allow_non_restored_state: bool = False
+
+    @property
+    def area(self) -> CheckpointArea:
+        return CheckpointArea(self.checkpoint_dir)
+
+    @classmethod
+    def open(cls, checkpoint_dir: str, run_id: str) -> "StreamRun":
+        """The run as `begin_stream_run` recorded it (Airflow chain and commit tasks)."""
+        doc = CheckpointArea(checkpoint_dir).run(run_id).join(RUN_DOC)
+        if not doc.exists():
+            raise StreamRunError(f"stream run {run_id!r} of {checkpoint_dir!r} was not begun (no {doc.uri}); the "
+                                 "setup step calls begin_stream_run() first, or the run was discarded by a later run")
+        recorded = read_json(doc)
+        return cls(**{f.name: recorded[f.name] for f in fields(cls) if f.name in recorded})
+
+    def base_manifest(self) -> Optional[dict]:
+        if self.base is None:
+            return None
+        return read_json(self.area.checkpoint(self.base).join(MANIFEST))
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
+                     allow_non_restored_state: bool = False) -> StreamRun:
+    """Start run `run_id` of the stream in `checkpoint_dir` (see the module docstring)."""
+    if "{{" in checkpoint_dir or "{%" in checkpoint_dir:
+        raise StreamRunError(f"pipeline {job.pipeline!r}: checkpoint_dir {checkpoint_dir!r} is a template; it must "
+                             "be the same path in every run")
+    if job.stream_graph.runtime_mode != "streaming":
+        raise StreamRunError(f"pipeline {job.pipeline!r}: a checkpoint_dir needs runtime_mode='streaming'")
+    for node in job.stream_graph.nodes:
+        if node.kind is OperatorKind.SINK and isinstance(node.function, SqlSink):
+            raise StreamRunError(f"sink {node.name!r}: SQL sinks are not supported in stream runs (their commit cannot "
+                                 "join the checkpoint's); write files and load them, or run without checkpoint_dir")
+    area = CheckpointArea(checkpoint_dir)
+    latest = area.read_latest()
+    if latest is not None:
+        publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
+    history = dict(latest["history"]) if latest else {}
+    if latest is not None and run_id == latest["run_id"]:
+        base, seq = latest["base"], latest["seq"]  # the latest run again: replaces its checkpoint and outputs
+    elif run_id in history:
+        raise StreamRunError(f"run {run_id!r} of pipeline {job.pipeline!r} committed checkpoint {history[run_id]}, "
+                             f"but the latest is {latest['checkpoint']} (run {latest['run_id']!r}): re-running a run "
+                             "that is not the latest would corrupt the stream's state; only the latest run can be "
+                             "re-run")
+    else:
+        base, seq = (latest["checkpoint"], latest["seq"] + 1) if latest else (None, 1)
+    for staged in _run_dirs(area):  # runs that never committed, and an earlier try of this one
+        staged.delete()
+    run = StreamRun(checkpoint_dir, run_id, bool(drain), base, seq,
+                    latest["checkpoint"] if latest else None, bool(allow_non_restored_state))
+    _check_restored_state(job, run)
+    write_json(area.run(run_id).join(RUN_DOC), {**asdict(run), "started_at": _now()})
+    return run
+
+
+def _run_dirs(area: CheckpointArea) -> list[Location]:
+    from pyarrow import fs as pafs
+
+    runs = area.runs()
+    if not runs.exists():
+        return []
+    return [Location(runs.uri + "/" + i.base_name)
+            for i in runs.fs.get_file_info(pafs.FileSelector(runs.path)) if i.type == pafs.FileType.Directory]
+
+
+def _check_restored_state(job, run: StreamRun) -> None:
+    manifest = run.base_manifest()
+    if manifest is None:
+        return
+    keys = {n.key for n in job.stream_graph.nodes}
+    left = sorted(k for k, o in manifest["operators"].items() if o["stateful"] and k not in keys)
+    if left and not run.allow_non_restored_state:
+        raise StreamRunError(f"pipeline {job.pipeline!r}: checkpoint {run.base} holds state of operator(s) {left} "
+                             "that the pipeline no longer has; give the operators their old uid, or pass "
+                             "allow_non_restored_state=True to drop that state")
+
+
+class ChainStreamStep:
+    """One chain attempt's part of a stream run."""
+
+    def __init__(self, run: StreamRun, job, chain_id: str, attempt_id: Optional[str] = None):
+        self.run = run
+        self.job = job
+        self.chain = job.chain(chain_id)
+        self.stage = run.area.chain_attempt(run.run_id, chain_id, attempt_id or uuid.uuid4().hex[:12])
+        if self.stage.exists():
+            self.stage.delete()
+        manifest = run.base_manifest() or {"operators": {}, "sources": {}}
+        self.base_sources = manifest["sources"]
+        base_dir = run.area.checkpoint(run.base) if run.base is not None else None
+        self.restore_from: dict[str, list[str]] = {}
+        g = job.stream_graph
+        for nid in self.chain.node_ids:
+            key = g.node(nid).key
+            former = manifest["operators"].get(key)
+            if former is not None:
+                cdir = chain_dir(base_dir, former["chain"])
+                self.restore_from[key] = {"files": [operator_file(cdir, key, k).uri
+                                                    for k in range(former["parallelism"])],
+                                          "max_parallelism": former.get("max_parallelism")}
+        self.positions: dict[str, dict] = {}
+        self.read: dict[str, object] = {}  # source key -> [[split, start, end]] read by this run
+        self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}
+
+    def sink_overrides(self, overrides: dict) -> dict:
+        """`overrides` with every file sink of the chain writing into the chain's staging."""
+        g = self.job.stream_graph
+        out = dict(overrides)
+        for nid in self.chain.node_ids:
+            node = g.node(nid)
+            if node.kind is OperatorKind.SINK and isinstance(node.function, FileSink):
+                target = (overrides.get(node.key) or {}).get("path", node.function.path)
+                self.sinks[node.key] = {"target": Location(target).uri, "format": node.function.format}
+                out[node.key] = {**(overrides.get(node.key) or {}), "path": sink_dir(self.stage, node.key).uri}
+        return out
+
+    def source_reader(self, head, path: Optional[str], label: str):
+        """The head source's reader for this run (None: its ordinary reader reads it whole)."""
+        reader, positions = plan_stream_source(head.function, path, self.base_sources.get(head.key),
+                                               self.chain.parallelism, label)
+        self.positions[head.key] = positions
+        assigned = getattr(reader, "assignments", None)
+        self.read[head.key] = ([list(r) for per_subtask in assigned for r in per_subtask] if assigned is not None
+                               else "nothing" if reader is not None else "whole")
+        return reader
+
+    def subtask_checkpoint(self) -> SubtaskCheckpointFiles:
+        return SubtaskCheckpointFiles(self.run.drain, self.chain.parallelism, self.restore_from, self.stage,
+                                      self.run.area.shared())
+
+    def commit(self, reports: list) -> dict:
+        """Stage the chain's snapshot summary and rename the attempt onto the run's chain directory;
+        the summary (also the `stream` entry of the chain's metrics document) holds per operator
+        its watermark, whether it holds state and its snapshot size, per source the positions
+        it reached and the ranges this run read."""
+        operators: dict[str, dict] = {}
+        for r in sorted(reports, key=lambda r: r["subtask"]):
+            for key, s in (r.get("snapshots") or {}).items():
+                o = operators.setdefault(key, {"chain": self.chain.id, "parallelism": self.chain.parallelism,
+                                               "stateful": False, "watermark": None, "bytes": 0, "written": 0,
+                                               "max_parallelism": s.get("max_parallelism"), "shared": []})
+                o["stateful"] = o["stateful"] or s["stateful"]
+                o["bytes"] += s["bytes"]
+                o["written"] += s.get("written", s["bytes"])
+                o["shared"] += s.get("shared", [])
+                if s["watermark"] is not None:
+                    o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
+        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
+               "sinks": self.sinks}
+        write_json(self.stage.join(CHAIN_DOC), doc)
+        final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
+        replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
+        return doc
+
+    def discard(self) -> None:
+        if self.stage.exists():
+            self.stage.delete()
+
+
+def commit_stream_run(job, run: StreamRun) -> dict:
+    """Commit the run: its staging becomes checkpoint n, `_latest.json` points at it (the
+    commit point), then the file sinks are published. Returns the manifest. Done again
+    after an interruption (a retried commit step), it finishes what the first try began."""
+    area = run.area
+    latest = area.read_latest()
+    if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
+            and latest["base"] == run.base):  # committed already: finish the publication
+        publish_sinks(area, latest["checkpoint"])
+        return read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
+    if (latest["checkpoint"] if latest else None) != run.expected_latest:
+        raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
+                             f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
+                             "of one stream are refused (Airflow: max_active_runs=1)")
+    staged = area.run(run.run_id)
+    if not staged.exists():
+        moved = _moved_but_not_pointed_at(area, run, latest)
+        if moved is not None:
+            return _point_at(area, run, moved, latest)
+    docs = {}
+    for chain in job.chains:
+        doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
+        if not doc.exists():
+            raise StreamRunError(f"stream run {run.run_id!r}: chain {chain.id!r} did not finish; the run cannot commit")
+        docs[chain.id] = read_json(doc)
+    n = max(area.checkpoints() + [0]) + 1
+    manifest = {"pipeline": job.pipeline, "run_id": run.run_id, "checkpoint": n, "base": run.base, "seq": run.seq,
+                "drained": run.drain, "committed_at": _now(), "operators": {}, "sources": {}, "sinks": {},
+                "chains": {}}
+    for chain_id, doc in docs.items():
+        manifest["operators"].update(doc["operators"])
+        manifest["sources"].update(doc["sources"])
+        manifest["sinks"].update({k: {**v, "chain": chain_id} for k, v in doc["sinks"].items()})
+        manifest["chains"][chain_id] = {"state_bytes": sum(o["bytes"] for o in doc["operators"].values())}
+    for leftover in ("_attempts", "_trash"):
+        if staged.join(leftover).exists():
+            staged.join(leftover).delete()
+    write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
+    final = area.checkpoint(n)
+    final.fs.move(staged.path, final.path)
+    return _point_at(area, run, n, latest)
+
+
+def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Optional[dict]) -> Optional[int]:
+    """A checkpoint this run moved into place before it was interrupted, if any."""
+    for n in reversed(area.checkpoints()):
+        if latest is not None and n <= latest["checkpoint"]:
+            break
+        doc = area.checkpoint(n).join(MANIFEST)
+        if doc.exists():
+            m = read_json(doc)
+            if m["run_id"] == run.run_id and m["base"] == run.base:
+                return n
+    return None
+
+
+def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
+    """The commit point (the pointer), then the publication and the retention."""
+    history = dict(latest["history"]) if latest else {}
+    history[run.run_id] = n
+    area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
+                       "seq": run.seq, "history": list(history.items())[-HISTORY:]})
+    publish_sinks(area, n)
+    for old in area.checkpoints():  # keep the latest and its base
+        if old not in (n, run.base):
+            area.checkpoint(old).delete()
+    _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
+    return read_json(area.checkpoint(n).join(MANIFEST))
+
+
+def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -> None:
+    referenced = set()
+    for n in retained:
+        doc = area.checkpoint(n).join(MANIFEST)
+        if doc.exists():
+            for o in read_json(doc)["operators"].values():
+                referenced.update(Location(uri).path for uri in o.get("shared", ()))
+    for path in area.shared().list_files():
+        if path not in referenced:
+            area.shared().fs.delete_file(path)
+
+
+def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
+    """Move the staged parts of checkpoint n's file sinks onto their final names
+    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone)."""
+    chk = area.checkpoint(n)
+    if not chk.join(MANIFEST).exists():
+        return []
+    manifest = read_json(chk.join(MANIFEST))
+    published = []
+    for key, sink in manifest["sinks"].items():
+        staged = sink_dir(chain_dir(chk, sink["chain"]), key)
+        if not staged.exists():
+            continue
+        target = Location(sink["target"])
+        target.makedirs()
+        for path in staged.list_files():
+            name = path.rsplit("/", 1)[-1]
+            final = target.join(f"part-{manifest['seq']:06d}-{name[len('part-'):]}" if name.startswith("part-")
+                                else f"part-{manifest['seq']:06d}-{name}")
+            target.fs.move(path, final.path)
+            published.append(final.uri)
+        staged.delete()
+    return published
+
+
+def stream_result(manifest: dict) -> dict:
+    """What a runner's result says about the committed run."""
+    return {k: manifest[k] for k in ("checkpoint", "seq", "run_id", "drained", "sources", "operators", "chains")}
+
+
+__all__ = ["ChainStreamStep", "StreamRun", "StreamRunError", "begin_stream_run", "commit_stream_run",
+           "publish_sinks", "stream_result"]
