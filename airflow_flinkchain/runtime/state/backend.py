@@ -7,6 +7,9 @@ TTL follows Flink's TtlStateFactory: entries carry their last access time from a
 clock (ms), expire at last_access + ttl <= now, are refreshed on write (and on read with
 OnReadAndWrite), and an expired entry read under ReturnExpiredIfNotCleanedUp is returned once
 and dropped. List and map state expire per element / per entry.
+
+The key context, the snapshot format and change tracking per key group are shared with the
+RocksDB backend (abstract_backend.py).
 """
 
 from __future__ import annotations
@@ -29,20 +32,19 @@ from airflow_flinkchain.state import (
     ValueState,
 )
 
-_Ttl = Ttl  # former name
-
 
 class StateTable:
     """All entries of one state: key group -> {(key, namespace): stored value}."""
 
-    __slots__ = ("name", "kind", "descriptor", "ttl", "groups")
+    __slots__ = ("name", "kind", "descriptor", "ttl", "groups", "had_ttl")
 
     def __init__(self, name: str, kind: str):
         self.name = name
         self.kind = kind
         self.descriptor: Optional[StateDescriptor] = None
-        self.ttl: Optional[_Ttl] = None
+        self.ttl: Optional[Ttl] = None
         self.groups: Dict[int, dict] = {}
+        self.had_ttl = False  # restored with TTL entries before the descriptor came
 
     def entries(self) -> Iterator[Tuple[int, Any, Any, Any]]:
         for kg, m in self.groups.items():
@@ -430,7 +432,7 @@ class HeapKeyedStateBackend(AbstractKeyedStateBackend):
         out: Dict[int, Dict[str, list]] = {}
         states = {}
         for name, table in self._tables.items():
-            states[name] = {"kind": table.kind, "ttl": table.ttl is not None}
+            states[name] = {"kind": table.kind, "ttl": table.ttl is not None or table.had_ttl}
             kind, ttl = table.kind, table.ttl
             tg = table.groups
             for kg in (tg if groups is None else groups):
@@ -454,6 +456,7 @@ class HeapKeyedStateBackend(AbstractKeyedStateBackend):
                     table = self._tables[name] = StateTable(name, meta["kind"])
                 elif table.kind != meta["kind"]:
                     raise ValueError(f"state {name!r} is {table.kind} state here but {meta['kind']} in the snapshot")
+                table.had_ttl = table.had_ttl or bool(meta["ttl"])
             for kg, by_name in snap["key_groups"].items():
                 kg = int(kg)
                 if kg not in self.key_group_range:

@@ -30,7 +30,7 @@ import tempfile
 import weakref
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from rocksdict import BlockBasedOptions, Cache, Options, ReadOptions, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
 
 from airflow_flinkchain.runtime.state.abstract_backend import (
     AbstractKeyedStateBackend,
@@ -140,26 +140,29 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     def scan(self, prefix: bytes, end: Optional[bytes] = None) -> Iterator[Tuple[bytes, bytes]]:
         """(key, value) of every entry in [prefix, end or the prefix's successor)."""
-        read = ReadOptions()
-        read.set_iterate_upper_bound(end if end is not None else successor(prefix))
-        return self.db.items(from_key=prefix, read_opt=read)
+        end = successor(prefix) if end is None else end
+        for k, v in self.db.items(from_key=prefix):
+            if k >= end:
+                return
+            yield k, v
+
+    def scan_keys(self, prefix: bytes) -> Iterator[bytes]:
+        end = successor(prefix)
+        for k in self.db.keys(from_key=prefix):
+            if k >= end:
+                return
+            yield k
 
     def delete_prefix(self, prefix: bytes) -> int:
         """Point-deletes every entry under `prefix` (range tombstones per key would slow reads)."""
         batch = WriteBatch(raw_mode=True)
         n = 0
-        for k in self.db.keys(from_key=prefix, read_opt=self._bounded(prefix)):
+        for k in self.scan_keys(prefix):
             batch.delete(k)
             n += 1
         if n:
             self.db.write(batch)
         return n
-
-    @staticmethod
-    def _bounded(prefix: bytes) -> ReadOptions:
-        read = ReadOptions()
-        read.set_iterate_upper_bound(successor(prefix))
-        return read
 
     def _register(self, name: str, kind: str) -> StateMeta:
         meta = self._meta.get(name)
@@ -205,8 +208,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         out: List[Any] = []
         last = None
         for kg in self.key_group_range:
-            for db_key in self.db.keys(from_key=_U16.pack(kg) + meta.sid_bytes,
-                                       read_opt=self._bounded(_U16.pack(kg) + meta.sid_bytes)):
+            for db_key in self.scan_keys(_U16.pack(kg) + meta.sid_bytes):
                 key_bytes, at = unframe(db_key, 4)
                 ns_bytes, _ = unframe(db_key, at)
                 if frame(ns_bytes) == wanted and key_bytes != last:
