@@ -14,7 +14,8 @@ BACKENDS = ("hashmap", "rocksdb")
 
 
 def pytest_generate_tests(metafunc):
-    if "state_backend_kind" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("spark"):
+    uses_spark = "spark" in metafunc.fixturenames or metafunc.definition.get_closest_marker("spark")
+    if "state_backend_kind" in metafunc.fixturenames and not uses_spark:
         metafunc.parametrize("state_backend_kind", BACKENDS, indirect=True)
 
 

@@ -225,8 +225,9 @@ class AbstractKeyedStateBackend:
                              f"{self.max_parallelism}: keyed state can only be restored with the same max parallelism")
 
     @staticmethod
-    def as_snapshot_list(snapshots: Any) -> list:
-        return [snapshots] if isinstance(snapshots, dict) else list(snapshots)
+    def snapshots_of(snapshots: Any) -> Iterable[dict]:
+        """One snapshot or an iterable of them, read lazily (a restore may stream key groups)."""
+        return [snapshots] if isinstance(snapshots, dict) else snapshots
 
     def dispose(self) -> None:
         """Releases what the backend holds outside the Python heap (nothing here)."""

@@ -448,7 +448,7 @@ class HeapKeyedStateBackend(AbstractKeyedStateBackend):
     def restore(self, snapshots: Iterable[dict]) -> None:
         """Loads the entries of this instance's key groups from the snapshots of any number of
         former instances (same max parallelism, any backend)."""
-        for snap in self.as_snapshot_list(snapshots):
+        for snap in self.snapshots_of(snapshots):
             self.check_snapshot(snap)
             for name, meta in snap["states"].items():
                 table = self._tables.get(name)

@@ -107,6 +107,9 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         options.create_if_missing(True)
         table = BlockBasedOptions()
         table.set_block_cache(Cache(cache_size))
+        table.set_bloom_filter(10, False)  # a first access of a key is a miss: skip the files
+        table.set_cache_index_and_filter_blocks(True)  # ... within the cache's memory budget
+        table.set_pin_l0_filter_and_index_blocks_in_cache(True)
         options.set_block_based_table_factory(table)
         options.set_write_buffer_size(buffer_size)
         options.set_max_write_buffer_number(2)
@@ -269,7 +272,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
     def restore(self, snapshots: Iterable[dict]) -> None:
         """Loads the entries of this instance's key groups from the snapshots of any number of
         former instances (same max parallelism, any backend); one write batch per key group."""
-        for snap in ([snapshots] if isinstance(snapshots, dict) else snapshots):
+        for snap in self.snapshots_of(snapshots):
             self.check_snapshot(snap)
             for name, meta in snap["states"].items():
                 if self._register(name, meta["kind"]).ttl is None and meta["ttl"]:
