@@ -231,6 +231,7 @@ class StreamPipeline:
         return self
 
     def get_state_backend(self) -> StateBackend:
+        """The pipeline's state backend (PyFlink's `env.get_state_backend`; default HashMapStateBackend)."""
         return self.state_backend
 
     def get_config(self) -> ExecutionConfig:
