@@ -40,10 +40,6 @@ class _RocksState:
         self._ns_obj: Any = _UNSET
         self._ns_bytes = b""
 
-    @property
-    def _table(self) -> Any:  # what the heap state calls its table: name, kind, descriptor
-        return self._meta
-
     def set_current_namespace(self, namespace: Any) -> None:
         self.namespace = namespace
 
