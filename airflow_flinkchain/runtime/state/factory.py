@@ -41,7 +41,13 @@ def create_keyed_state_backend(kind: Any = None, max_parallelism: Optional[int] 
     if name in ("hashmap", "heap") or batch:
         return HeapKeyedStateBackend(**common)
     if name == "rocksdb":
-        from airflow_flinkchain.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+        try:
+            from airflow_flinkchain.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+        except ImportError as exc:
+            raise RuntimeError(
+                f"operator {operator_name!r}: the pipeline's EmbeddedRocksDBStateBackend needs the 'rocksdict' "
+                f"package in this Python ({exc}); install it where the chains run (pip install rocksdict, the "
+                "version in requirements.txt) or use HashMapStateBackend") from exc
 
         return RocksDBKeyedStateBackend(db_storage_paths=spec.get("db_storage_paths") or None, subtask=subtask,
                                         operator_name=operator_name,
