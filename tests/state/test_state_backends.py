@@ -269,3 +269,12 @@ def test_dispose_removes_the_database_directory(tmp_path):
 def test_heap_is_the_default():
     assert isinstance(_make(None), HeapKeyedStateBackend)
     assert StreamPipeline("d").get_state_backend() == HashMapStateBackend()
+
+
+def test_a_worker_without_rocksdict_gets_a_clear_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rocksdict", None)  # what a missing package looks like to import
+    monkeypatch.delitem(sys.modules, "airflow_flinkchain.runtime.state.rocksdb_backend")
+    with pytest.raises(RuntimeError, match="'counts'.*needs the 'rocksdict' package"):
+        create_keyed_state_backend("rocksdb", operator_name="counts")
