@@ -4,7 +4,8 @@
 map / flat_map / filter, the window operator). It owns
 - `state_backend`: the pipeline's keyed state backend (runtime/state/factory.py: heap or
   RocksDB; always heap in BATCH) over this subtask's key-group range, keyed by Python
-  equality (keys.py) and assigning key groups as the HASH partitioner does; disposed last; `runtime_context.get_state(...)` etc. read it for the current key;
+  equality (keys.py) and assigning key groups as the HASH partitioner does; disposed last;
+  `runtime_context.get_state(...)` etc. read it for the current key;
 - `timer_service`: an InternalTimerService (runtime/core/timers.py) calling back
   `on_event_time(timer)` / `on_processing_time(timer)` with the timer's key set as current key;
   `user_timer_service` is what `ctx.timer_service()` returns (Flink's SimpleTimerService);
