@@ -199,7 +199,9 @@ def merged_base(out: str, fresh: dict) -> dict:
     for s in kept:  # the number of runs behind each kept figure
         if isinstance(base[s], dict):
             base[s].setdefault("repeat", old.get("settings", {}).get("repeat"))
-    fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **fresh["settings"]["sizes"]}
+    ran = set(fresh["settings"]["sections"])
+    run_sizes = {k: v for k, v in fresh["settings"]["sizes"].items() if {"operators": "parse"}.get(k, k) in ran}
+    fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **run_sizes}  # kept sections' own
     return {**fresh, **base}
 
 

@@ -30,7 +30,7 @@ import tempfile
 import weakref
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedIndexType, BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
 
 from airflow_flinkchain.runtime.state.abstract_backend import (
     AbstractKeyedStateBackend,
@@ -108,7 +108,13 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         table = BlockBasedOptions()
         table.set_block_cache(Cache(cache_size))
         table.set_bloom_filter(10, False)  # a first access of a key is a miss: skip the files
-        table.set_cache_index_and_filter_blocks(True)  # ... within the cache's memory budget
+        # index and filters in the cache (bounded memory), cut into partitions: a whole filter of
+        # a large file would not fit a cache shard and be re-read per lookup
+        table.set_index_type(BlockBasedIndexType.two_level_index_search())
+        table.set_partition_filters(True)
+        table.set_metadata_block_size(4096)
+        table.set_cache_index_and_filter_blocks(True)
+        table.set_pin_top_level_index_and_filter(True)
         table.set_pin_l0_filter_and_index_blocks_in_cache(True)
         options.set_block_based_table_factory(table)
         options.set_write_buffer_size(buffer_size)
