@@ -17,6 +17,7 @@ from airflow_flinkchain.functions import (BroadcastProcessFunction, CoFlatMapFun
                                           ProcessJoinFunction, ReduceFunction)
 from airflow_flinkchain.state import (AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor,
                                       ReducingStateDescriptor, StateTtlConfig, ValueStateDescriptor)
+from airflow_flinkchain.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from airflow_flinkchain.window import (ContinuousEventTimeTrigger, CountTrigger, CountWindow, EventTimeSessionWindows,
                                        EventTimeTrigger, GlobalWindows, PurgingTrigger, SlidingEventTimeWindows,
                                        TimeWindow, TumblingEventTimeWindows)
@@ -32,7 +33,7 @@ __all__ = [
     "ProcessFunction", "KeyedProcessFunction", "ReduceFunction",
     "AggregateFunction", "ProcessWindowFunction", "ProcessAllWindowFunction", "WindowFunction", "AllWindowFunction",
     "ValueStateDescriptor", "ListStateDescriptor", "MapStateDescriptor", "ReducingStateDescriptor",
-    "AggregatingStateDescriptor", "StateTtlConfig",
+    "AggregatingStateDescriptor", "StateTtlConfig", "HashMapStateBackend", "EmbeddedRocksDBStateBackend",
     "TumblingEventTimeWindows", "SlidingEventTimeWindows", "EventTimeSessionWindows", "GlobalWindows",
     "TimeWindow", "CountWindow", "EventTimeTrigger", "CountTrigger", "PurgingTrigger", "ContinuousEventTimeTrigger",
     # two inputs

@@ -19,12 +19,31 @@ def _sec(s: dict) -> str:
 
 def _runs(report: dict) -> str:
     default = report["settings"]["repeat"]
-    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink", "eventtime")
+    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink", "eventtime",
+                                                           "state")
            if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
            or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
     if len(set(per.values())) <= 1:
         return f"{next(iter(per.values()), default)} runs"
     return "the runs per figure: " + ", ".join(f"{s} {n}" for s, n in per.items())
+
+
+def state_table(report: dict) -> str:
+    """The state section (also shown on the state backends page)."""
+    st = report["state"]
+    out = ["| keyed state, one subtask | records/s in | peak RSS | snapshot (128 key groups) | "
+           "one key touched: re-snapshot | restore (peak RSS) |", "|---|---|---|---|---|---|"]
+    for r in st["runs"]:
+        t = r["touch_one_key"]
+        out.append(f"| {r['backend']}, {r['keys']:,} keys | {r['ingest_records_per_s'] / 1e3:,.1f}k | "
+                   f"{r['ingest_peak_rss_bytes'] / 2**20:.0f} MiB | {r['snapshot_bytes'] / 2**20:.0f} MiB in "
+                   f"{r['snapshot_seconds']:.1f} s | {t['rewritten_files']} group, "
+                   f"{t['rewritten_bytes'] / 2**10:.0f} KiB in {t['seconds']:.2f} s | {r['restore_seconds']:.1f} s "
+                   f"({r['restore_peak_rss_bytes'] / 2**20:.0f} MiB) |")
+    measured = st.get("measured", {})
+    out.append(f"\nMeasured {measured.get('date', '?')} (commit {str(measured.get('commit'))[:10]}), one run, "
+               f"load average {(measured.get('load_average_before') or [float('nan')])[0]:.1f} before.\n")
+    return "\n".join(out)
 
 
 def table(report: dict) -> str:
@@ -89,6 +108,8 @@ def table(report: dict) -> str:
         out.append("")
         if "records_per_s" not in fe:
             out.append(f"PyFlink (event time): {fe.get('status', 'not measured')}.\n")
+    if isinstance(report.get("state"), dict) and "runs" in report["state"]:
+        out.append(state_table(report))
     fl = report.get("flink")
     if fl and "records_per_s" in fl:
         chain = (rt or {}).get("pipelines", {}).get("3_operators", {}).get("records_per_s", {}).get("chain")

@@ -1,6 +1,6 @@
 """`make bench`: the whole benchmark suite in one run, on the same generated data.
 
-    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink,eventtime,join] [--repeat 3] [--out DIR]
+    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink,eventtime,join,state] [--repeat 3] [--out DIR]
 
 Sections (see each module's docstring):
   runtime  chain runtime vs hand-fused mapInArrow / rdd.mapPartitions / native DataFrame /
@@ -13,6 +13,8 @@ Sections (see each module's docstring):
            beside the same pipeline's keyed reduce (BATCH), both modes; PyFlink's window if present
                                                                                    (bench_eventtime)
   join     interval join and keyed co-process vs a single-input keyed process, 1M records each (bench_join)
+  state    a keyed operator's state in the heap vs the RocksDB backend at 1M keys, RocksDB at 5M:
+           peak RSS, snapshot size and time per key group, incremental re-snapshot, restore (bench_state)
 
 Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,
 versions, load average) and DIR/<section>.png. `--quick` runs tiny sizes (the
@@ -33,13 +35,14 @@ import traceback
 
 from benchmarks.bench_common import REPO, machine_info
 
-SECTIONS = ("runtime", "airflow", "parse", "scale", "flink", "eventtime", "join")
+SECTIONS = ("runtime", "airflow", "parse", "scale", "flink", "eventtime", "join", "state")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
             "eventtime": 1_000_000,
-            "join": 1_000_000},
-    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000, "join": 2_000},
+            "join": 1_000_000, "state": [1_000_000, 5_000_000]},
+    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000, "join": 2_000,
+           "state": [2_000, 5_000]},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
 
@@ -54,6 +57,8 @@ def parse_args(argv=None):
     ap.add_argument("--records", type=int, help="override the runtime section's input size (default 2M)")
     ap.add_argument("--eventtime-records", type=int, help="override the eventtime section's input size (default 1M)")
     ap.add_argument("--join-records", type=int, help="override the join section's input size (default 1M)")
+    ap.add_argument("--state-keys", help="override the state section's key counts: HEAP_AND_ROCKSDB,ROCKSDB_ONLY "
+                                         "(default 1000000,5000000)")
     ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other sections of the existing DIR/report.json (each section records "
@@ -77,6 +82,8 @@ def main(argv=None) -> int:
         sizes["eventtime"] = args.eventtime_records
     if args.join_records:
         sizes["join"] = args.join_records
+    if args.state_keys:
+        sizes["state"] = [int(n) for n in args.state_keys.split(",")]
     if args.scale_sizes:
         sizes["scale"] = [int(n) for n in args.scale_sizes.split(",")]
     os.makedirs(args.out, exist_ok=True)
@@ -119,7 +126,8 @@ def main(argv=None) -> int:
         from benchmarks.bench_spark import write_input
 
         input_path = os.path.join(tmp, f"input_{sizes['runtime']}.parquet")
-        write_input(input_path, sizes["runtime"])
+        if {"runtime", "scale", "flink"} & set(args.sections):  # the sections reading it
+            write_input(input_path, sizes["runtime"])
         inputs = {sizes["runtime"]: input_path}
         if {"runtime", "scale", "eventtime", "join"} & set(args.sections):
             from airflow_flinkchain.runtime.spark.session import get_or_create_spark
@@ -142,6 +150,9 @@ def main(argv=None) -> int:
                                                  warmup=not args.quick))
             spark.stop()
             spark = None
+        from benchmarks.bench_state import run_state
+
+        section("state", lambda: run_state(tmp, *sizes["state"]))
         from benchmarks.bench_flink import run_flink
 
         section("flink", lambda: run_flink(input_path, sizes["runtime"], args.parallelism, args.repeat, tmp))
@@ -188,7 +199,9 @@ def merged_base(out: str, fresh: dict) -> dict:
     for s in kept:  # the number of runs behind each kept figure
         if isinstance(base[s], dict):
             base[s].setdefault("repeat", old.get("settings", {}).get("repeat"))
-    fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **fresh["settings"]["sizes"]}
+    ran = set(fresh["settings"]["sections"])
+    run_sizes = {k: v for k, v in fresh["settings"]["sizes"].items() if {"operators": "parse"}.get(k, k) in ran}
+    fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **run_sizes}  # kept sections' own
     return {**fresh, **base}
 
 
@@ -252,6 +265,11 @@ def summary(report: dict) -> str:
                      f"({fl['records']:,} records)")
     elif isinstance(fl, dict):
         lines.append(f"flink: {fl.get('status', 'error')}")
+    st = report.get("state")
+    if isinstance(st, dict) and "runs" in st:
+        from benchmarks.bench_state import summary_lines
+
+        lines.extend(summary_lines(st))
     jn = report.get("join")
     if isinstance(jn, dict) and "records_per_s" in jn:
         lines.append(f"join ({jn['records']:,} records): " + ", ".join(

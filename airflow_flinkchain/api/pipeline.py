@@ -30,6 +30,7 @@ from airflow_flinkchain.graph.model import (
 from airflow_flinkchain.graph.transformations import OperatorTransformation, Transformation
 from airflow_flinkchain.io.sources import CollectionSource, Source
 from airflow_flinkchain.planner.jobgraph import JobGraph
+from airflow_flinkchain.state_backend import HashMapStateBackend, StateBackend, as_state_backend
 
 
 def parse_runtime_mode(mode: Any, where: str) -> str:
@@ -139,6 +140,7 @@ class StreamPipeline:
         self.checkpoint_dir = check_checkpoint_dir(checkpoint_dir, self.runtime_mode, name)
         self.allow_non_restored_state = bool(allow_non_restored_state)
         self.auto_watermark_interval = DEFAULT_AUTO_WATERMARK_INTERVAL
+        self.state_backend: StateBackend = HashMapStateBackend()
         self.setup_hooks: list[Callable[..., Any]] = []
         self.dispose_hooks: list[Callable[..., Any]] = []
         self._transformations: list[Transformation] = []
@@ -231,6 +233,28 @@ class StreamPipeline:
         self.runtime_mode = parse_runtime_mode(mode, f"pipeline {self.name!r}")
         return self
 
+    def set_state_backend(self, state_backend: Any) -> "StreamPipeline":
+        """Where keyed state lives while a chain runs (PyFlink's `env.set_state_backend`):
+        `HashMapStateBackend()` (the default) or `EmbeddedRocksDBStateBackend()` from
+        `airflow_flinkchain.state_backend`, or their names "hashmap" / "rocksdb". Snapshots
+        have one format for both, so the backend may change between runs.
+
+        Examples:
+            >>> from airflow_flinkchain.state_backend import EmbeddedRocksDBStateBackend
+            >>> p = StreamPipeline("doc").set_state_backend(EmbeddedRocksDBStateBackend())
+            >>> p.get_state_backend()
+            EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=False, db_storage_paths=[])
+        """
+        try:
+            self.state_backend = as_state_backend(state_backend, f"pipeline {self.name!r}: set_state_backend")
+        except TypeError as exc:
+            raise PlanningError(str(exc)) from None
+        return self
+
+    def get_state_backend(self) -> StateBackend:
+        """The pipeline's state backend (PyFlink's `env.get_state_backend`; default HashMapStateBackend)."""
+        return self.state_backend
+
     def get_config(self) -> ExecutionConfig:
         """The pipeline's ExecutionConfig (PyFlink's `env.get_config()`)."""
         return ExecutionConfig(self)
@@ -308,6 +332,7 @@ class StreamPipeline:
             on_error=self.settings.get("on_error") or "fail",
             runtime_mode=self.runtime_mode,
             auto_watermark_interval=self.auto_watermark_interval,
+            state_backend=self.state_backend.spec(),
         )
 
     def plan(self, strategy: Any = None) -> JobGraph:

@@ -176,6 +176,7 @@ def build_stream_graph(
     on_error: str = ErrorPolicy.FAIL,
     runtime_mode: str = DEFAULT_RUNTIME_MODE,
     auto_watermark_interval: int = DEFAULT_AUTO_WATERMARK_INTERVAL,
+    state_backend: Optional[dict] = None,
 ) -> StreamGraph:
     """Translate recorded transformations (any order) into a StreamGraph."""
     if runtime_mode not in RUNTIME_MODES:
@@ -256,6 +257,7 @@ def build_stream_graph(
         on_error=ErrorPolicy.parse(on_error, f"pipeline {name!r}"),
         runtime_mode=runtime_mode,
         auto_watermark_interval=int(auto_watermark_interval),
+        state_backend=state_backend,
     )
 
 

@@ -198,6 +198,7 @@ class StreamGraph:
     on_error: ErrorPolicy = ErrorPolicy.FAIL  # the pipeline's default policy
     runtime_mode: str = DEFAULT_RUNTIME_MODE  # "batch" | "streaming"
     auto_watermark_interval: int = DEFAULT_AUTO_WATERMARK_INTERVAL  # ms
+    state_backend: Any = None  # the StateBackend's spec() (plain dict); None: hashmap
     _by_id: dict = field(init=False, repr=False, compare=False)
     _out: dict = field(init=False, repr=False, compare=False)
     _in: dict = field(init=False, repr=False, compare=False)

@@ -4,7 +4,8 @@
   relative to the site.
 - The benchmarks page shows the committed report: the figures live in one place,
   `benchmarks/results/report.json` (written by `make bench`), and the plots next to
-  it; the placeholder `<!-- bench-table -->` becomes `benchmarks.bench_table`'s Markdown.
+  it; the placeholder `<!-- bench-table -->` becomes `benchmarks.bench_table`'s Markdown, and
+  `<!-- state-figures -->` (the state backends page) its state section.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 README_PLACEHOLDER = "<!-- readme -->"
 BENCH_PLACEHOLDER = "<!-- bench-table -->"
+STATE_PLACEHOLDER = "<!-- state-figures -->"
 
 
 def on_files(files, config):
@@ -31,12 +33,15 @@ def on_page_markdown(markdown, page, config, files):
     if README_PLACEHOLDER in markdown:
         readme = (REPO / "README.md").read_text().replace("](docs/", "](")
         markdown = markdown.replace(README_PLACEHOLDER, readme)
-    if BENCH_PLACEHOLDER in markdown:
+    if BENCH_PLACEHOLDER in markdown or STATE_PLACEHOLDER in markdown:
         sys.path.insert(0, str(REPO))
         try:
-            from benchmarks.bench_table import table
+            from benchmarks.bench_table import state_table, table
         finally:
             sys.path.pop(0)
         report = json.loads((RESULTS / "report.json").read_text())
         markdown = markdown.replace(BENCH_PLACEHOLDER, table(report))
+        state = report.get("state")
+        markdown = markdown.replace(STATE_PLACEHOLDER, state_table(report) if isinstance(state, dict)
+                                    and "runs" in state else "(not measured yet: `make bench BENCH_ARGS=\"--only state --merge\"`)")
     return markdown

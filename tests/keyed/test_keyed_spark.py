@@ -1,5 +1,6 @@
-"""Keyed state, timers and reduce modes on Spark (one run per mode, parallelism 2): the same
-outputs as the in-process runner and as Flink's semantics."""
+"""Keyed state, timers and reduce modes on Spark (one run per mode, parallelism 2; STREAMING with
+the RocksDB state backend): the same outputs as the in-process runner (heap backend) and as
+Flink's semantics."""
 
 from __future__ import annotations
 
@@ -18,17 +19,19 @@ RECORDS = [((k, v), ts) for k, v, ts in [
     ("d", 8, 13), ("a", 9, 80), ("d", 10, 14)]]
 
 
-def _pipeline(mode):
+def _pipeline(mode, backend="hashmap"):
     p, src = pipeline(mode, RECORDS, out_of_orderness=10, parallelism=2)
+    p.set_state_backend(backend)
     keyed = src.key_by(lambda r: r[0])
     collect_stamped(keyed.process(Sessions()).name("sessions"), "sessions")
     collect_stamped(keyed.sum(1).name("sums"), "sums")
     return p
 
 
-@pytest.mark.parametrize("mode", ["batch", "streaming"])
-def test_keyed_timers_state_and_reduce_on_spark(spark, mode):
-    res = execute_pipeline(_pipeline(mode), spark=spark)
+@pytest.mark.parametrize("mode, backend", [("batch", "hashmap"), ("streaming", "rocksdb")])
+def test_keyed_timers_state_and_reduce_on_spark(spark, mode, backend):
+    """STREAMING runs its keyed state in RocksDB inside the Python workers."""
+    res = execute_pipeline(_pipeline(mode, backend), spark=spark)
     local = _pipeline(mode).execute_local()
     for name in ("sessions", "sums"):
         assert Counter(res.output(name)) == Counter(local.output(name)), name

@@ -8,7 +8,7 @@ import pytest
 from airflow_flinkchain.common import Time
 from airflow_flinkchain.functions import FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, \
     ReduceFunction
-from airflow_flinkchain.runtime.state import backend as backend_module
+from airflow_flinkchain.runtime.state import abstract_backend as backend_module
 from airflow_flinkchain.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -181,7 +181,7 @@ class ManualClock:
 @pytest.fixture
 def manual_clock(monkeypatch):
     clock = ManualClock()
-    monkeypatch.setattr(backend_module, "_system_clock", clock)
+    monkeypatch.setattr(backend_module, "system_clock", clock)
     return clock
 
 
@@ -201,7 +201,7 @@ class TtlProbe(KeyedProcessFunction):
 
     def process_element(self, value, ctx):
         _key, op, now = value
-        backend_module._system_clock.now = now
+        backend_module.system_clock.now = now
         if op == "w":
             self.v.update(now)
             self.l.add(now)

@@ -7,74 +7,44 @@ TTL follows Flink's TtlStateFactory: entries carry their last access time from a
 clock (ms), expire at last_access + ttl <= now, are refreshed on write (and on read with
 OnReadAndWrite), and an expired entry read under ReturnExpiredIfNotCleanedUp is returned once
 and dropped. List and map state expire per element / per entry.
+
+The key context, the snapshot format and change tracking per key group are shared with the
+RocksDB backend (abstract_backend.py).
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from airflow_flinkchain.runtime.state.key_groups import (
-    KeyGroupRange,
-    assign_to_key_group,
-    compute_default_max_parallelism,
+from airflow_flinkchain.runtime.state.abstract_backend import (
+    AbstractKeyedStateBackend,
+    Ttl,
+    kind_of,
+    restored_entry,
+    snapshot_entry,
 )
 from airflow_flinkchain.state import (
     AggregatingState,
-    AggregatingStateDescriptor,
     ListState,
-    ListStateDescriptor,
     MapState,
-    MapStateDescriptor,
     ReducingState,
-    ReducingStateDescriptor,
     StateDescriptor,
-    StateTtlConfig,
     ValueState,
-    ValueStateDescriptor,
 )
-
-_KIND_OF = {
-    ValueStateDescriptor: "value",
-    ListStateDescriptor: "list",
-    MapStateDescriptor: "map",
-    ReducingStateDescriptor: "reducing",
-    AggregatingStateDescriptor: "aggregating",
-}
-
-
-def _system_clock() -> int:
-    return int(time.time() * 1000)
-
-
-class _Ttl:
-    """The TTL settings of one state, resolved once."""
-
-    __slots__ = ("ttl", "update_on_read", "return_expired", "clock", "in_full_snapshot")
-
-    def __init__(self, config: StateTtlConfig, clock: Callable[[], int]):
-        self.ttl = config.ttl_millis()
-        self.update_on_read = config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
-        self.return_expired = (config.get_state_visibility()
-                               is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
-        self.in_full_snapshot = config.get_cleanup_strategies().in_full_snapshot()
-        self.clock = clock
-
-    def expired(self, last_access: int, now: int) -> bool:
-        return last_access + self.ttl <= now
 
 
 class StateTable:
     """All entries of one state: key group -> {(key, namespace): stored value}."""
 
-    __slots__ = ("name", "kind", "descriptor", "ttl", "groups")
+    __slots__ = ("name", "kind", "descriptor", "ttl", "groups", "had_ttl")
 
     def __init__(self, name: str, kind: str):
         self.name = name
         self.kind = kind
         self.descriptor: Optional[StateDescriptor] = None
-        self.ttl: Optional[_Ttl] = None
+        self.ttl: Optional[Ttl] = None
         self.groups: Dict[int, dict] = {}
+        self.had_ttl = False  # restored with TTL entries before the descriptor came
 
     def entries(self) -> Iterator[Tuple[int, Any, Any, Any]]:
         for kg, m in self.groups.items():
@@ -84,6 +54,7 @@ class StateTable:
 
 class _HeapState:
     __slots__ = ("_backend", "_table", "namespace", "_ttl")
+    kind = ""
 
     def __init__(self, backend: "HeapKeyedStateBackend", table: StateTable):
         self._backend = backend
@@ -100,6 +71,7 @@ class _HeapState:
     def _write_map(self) -> dict:
         groups = self._table.groups
         kg = self._backend.current_key_group
+        self._backend.changed.add(kg)
         m = groups.get(kg)
         if m is None:
             m = groups[kg] = {}
@@ -117,8 +89,8 @@ class _HeapState:
 
     def clear(self) -> None:
         m = self._read_map()
-        if m is not None:
-            m.pop(self._slot(), None)
+        if m is not None and m.pop(self._slot(), None) is not None:
+            self._backend.changed.add(self._backend.current_key_group)
 
     # single-value TTL (value, reducing, aggregating): stored = (value, last_access)
     def _get_ttl_value(self) -> Any:
@@ -145,6 +117,7 @@ class _HeapState:
 
 class HeapValueState(_HeapState, ValueState):
     __slots__ = ()
+    kind = "value"
 
     def value(self) -> Any:
         if self._ttl is None:  # the per-record path, inlined
@@ -159,9 +132,11 @@ class HeapValueState(_HeapState, ValueState):
         elif self._ttl is None:  # the per-record path, inlined on purpose (as add() of reducing state)
             backend = self._backend
             groups = self._table.groups
-            m = groups.get(backend.current_key_group)
+            kg = backend.current_key_group
+            backend.changed.add(kg)
+            m = groups.get(kg)
             if m is None:
-                m = groups[backend.current_key_group] = {}
+                m = groups[kg] = {}
             m[(backend.current_key, self.namespace)] = value
         else:
             self._set_value(value)
@@ -169,6 +144,7 @@ class HeapValueState(_HeapState, ValueState):
 
 class HeapReducingState(_HeapState, ReducingState):
     __slots__ = ("_reduce",)
+    kind = "reducing"
 
     def __init__(self, backend, table):
         super().__init__(backend, table)
@@ -183,9 +159,11 @@ class HeapReducingState(_HeapState, ReducingState):
         if self._ttl is None:  # the per-record path, inlined on purpose (no _set_value call)
             backend = self._backend
             groups = self._table.groups
-            m = groups.get(backend.current_key_group)
+            kg = backend.current_key_group
+            backend.changed.add(kg)
+            m = groups.get(kg)
             if m is None:
-                m = groups[backend.current_key_group] = {}
+                m = groups[kg] = {}
             slot = (backend.current_key, self.namespace)
             current = m.get(slot)
             m[slot] = value if current is None else self._reduce(current, value)
@@ -199,6 +177,7 @@ class HeapReducingState(_HeapState, ReducingState):
 
 class HeapAggregatingState(_HeapState, AggregatingState):
     __slots__ = ("_agg",)
+    kind = "aggregating"
 
     def __init__(self, backend, table):
         super().__init__(backend, table)
@@ -225,6 +204,7 @@ class HeapListState(_HeapState, ListState):
     """Stored as a Python list; with TTL a list of (element, last_access)."""
 
     __slots__ = ()
+    kind = "list"
 
     def get(self) -> List[Any]:
         raw = self._raw()
@@ -274,6 +254,10 @@ class HeapMapState(_HeapState, MapState):
     """Stored as a dict; with TTL the dict's values are (value, last_access)."""
 
     __slots__ = ()
+    kind = "map"
+
+    def _changed(self) -> None:
+        self._backend.changed.add(self._backend.current_key_group)
 
     def _dict(self, create: bool = False) -> Optional[dict]:
         raw = self._raw()
@@ -290,9 +274,11 @@ class HeapMapState(_HeapState, MapState):
         ttl = self._ttl
         if ttl.expired(entry[1], now):
             del d[k]
+            self._changed()
             return ttl.return_expired, entry[0] if ttl.return_expired else None
         if ttl.update_on_read:
             d[k] = (entry[0], now)
+            self._changed()
         return True, entry[0]
 
     def get(self, key: Any) -> Any:
@@ -305,6 +291,7 @@ class HeapMapState(_HeapState, MapState):
 
     def put(self, key: Any, value: Any) -> None:
         self._dict(create=True)[key] = value if self._ttl is None else (value, self._ttl.clock())
+        self._changed()
 
     def put_all(self, dict_value: Dict[Any, Any]) -> None:
         for k, v in dict_value.items():
@@ -314,6 +301,7 @@ class HeapMapState(_HeapState, MapState):
         d = self._dict()
         if d is not None:
             d.pop(key, None)
+            self._changed()
             if not d:
                 self.clear()
 
@@ -363,111 +351,41 @@ _STATE_CLASS = {
 }
 
 
-class HeapKeyedStateBackend:
-    """Keyed state of one operator instance. `set_current_key` before every access (the keyed
-    operator does it per record and per timer)."""
+class HeapKeyedStateBackend(AbstractKeyedStateBackend):
+    """Keyed state of one operator instance as Python objects (Flink's HeapKeyedStateBackend).
+    `set_current_key` before every access (see AbstractKeyedStateBackend)."""
 
-    _KEY_GROUP_CACHE_LIMIT = 1 << 16
+    kind = "hashmap"
 
-    def __init__(self, max_parallelism: Optional[int] = None, key_group_range: Optional[KeyGroupRange] = None,
-                 clock: Optional[Callable[[], int]] = None,
-                 key_group_of: Optional[Callable[[Any, int], int]] = None):
-        """`key_group_of(key, max_parallelism)`: the key-group assignment of the partitioner that
-        routes records here (default: Flink's over `stable_key_hash`)."""
-        self.max_parallelism = max_parallelism or compute_default_max_parallelism(1)
-        self._assign = key_group_of or assign_to_key_group
-        self.key_group_range = key_group_range or KeyGroupRange(0, self.max_parallelism - 1)
-        self._first_key_group = self.key_group_range.start_key_group
-        self._last_key_group = self.key_group_range.end_key_group
-        self.clock = clock or _system_clock
-        self.current_key: Any = None
-        self.current_key_group: int = 0
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self._tables: Dict[str, StateTable] = {}
-        self._states: Dict[str, _HeapState] = {}
-        self._key_groups: Dict[Any, int] = {}
-
-    # ---- key context ----
-    def key_group_of(self, key: Any) -> int:
-        kg = self._key_groups.get(key)
-        if kg is None:
-            if len(self._key_groups) >= self._KEY_GROUP_CACHE_LIMIT:
-                self._key_groups.clear()
-            kg = self._key_groups[key] = self._assign(key, self.max_parallelism)
-        return kg
-
-    def set_current_key(self, key: Any) -> None:
-        kg = self._key_groups.get(key)
-        if kg is None:
-            kg = self.key_group_of(key)
-        if not self._first_key_group <= kg <= self._last_key_group:
-            raise RuntimeError(
-                f"key {key!r} belongs to key group {kg}, outside this instance's {self.key_group_range}: "
-                "records were not partitioned by the same key selector and max parallelism"
-            )
-        self.current_key = key
-        self.current_key_group = kg
-
-    def get_current_key(self) -> Any:
-        return self.current_key
 
     def clear_all(self) -> None:
         """Drops every entry of every state (BATCH execution: the backend holds one key at a
         time and forgets it when the key's input ends, as Flink's BatchExecutionKeyedStateBackend)."""
         for table in self._tables.values():
+            self.changed.update(kg for kg, m in table.groups.items() if m)
             table.groups.clear()
 
     # ---- state access ----
     def _table(self, descriptor: StateDescriptor) -> StateTable:
-        kind = _KIND_OF.get(type(descriptor)) or descriptor.kind
-        if kind not in _STATE_CLASS:
-            raise TypeError(f"unknown state descriptor {descriptor!r}")
+        kind = kind_of(descriptor)
         table = self._tables.get(descriptor.name)
         if table is None:
             table = self._tables[descriptor.name] = StateTable(descriptor.name, kind)
         elif table.kind != kind:
-            raise ValueError(f"state {descriptor.name!r} is already registered as {table.kind} state; "
-                             f"a {kind} state needs another name")
+            raise self.kind_mismatch(descriptor.name, table.kind, kind)
         if table.descriptor is None:
             table.descriptor = descriptor
-            ttl = descriptor.get_ttl_config()
-            table.ttl = _Ttl(ttl, self.clock) if ttl is not None and ttl.is_enabled() else None
+            table.ttl = Ttl.of(descriptor, self.clock)
         return table
 
     def create_state(self, descriptor: StateDescriptor, namespace: Any = None) -> Any:
-        """A new state object of the descriptor's table, bound to `namespace` (the caller may
-        rebind it with `set_current_namespace`)."""
         table = self._table(descriptor)
         state = _STATE_CLASS[table.kind](self, table)
         state.namespace = namespace
         return state
-
-    def get_partitioned_state(self, namespace: Any, descriptor: StateDescriptor) -> Any:
-        """The state of `descriptor` for the current key in `namespace`. Objects for namespace
-        None (plain keyed state, what `open()` takes) are cached per name; others are new, so
-        holding one never changes what another reads."""
-        if namespace is not None:
-            return self.create_state(descriptor, namespace)
-        state = self._states.get(descriptor.name)
-        if state is None:
-            state = self._states[descriptor.name] = self.create_state(descriptor)
-        elif type(state) is not _STATE_CLASS[_KIND_OF.get(type(descriptor)) or descriptor.kind]:
-            self._table(descriptor)  # raises the kind mismatch
-        return state
-
-    def get_state(self, descriptor: ValueStateDescriptor) -> HeapValueState:
-        return self.get_partitioned_state(None, descriptor)
-
-    def get_list_state(self, descriptor: ListStateDescriptor) -> HeapListState:
-        return self.get_partitioned_state(None, descriptor)
-
-    def get_map_state(self, descriptor: MapStateDescriptor) -> HeapMapState:
-        return self.get_partitioned_state(None, descriptor)
-
-    def get_reducing_state(self, descriptor: ReducingStateDescriptor) -> HeapReducingState:
-        return self.get_partitioned_state(None, descriptor)
-
-    def get_aggregating_state(self, descriptor: AggregatingStateDescriptor) -> HeapAggregatingState:
-        return self.get_partitioned_state(None, descriptor)
 
     def merge_namespaces(self, descriptor: StateDescriptor, target: Any, sources: Iterable[Any]) -> None:
         """Merges the current key's state in `sources` into `target` and drops the sources
@@ -480,20 +398,20 @@ class HeapKeyedStateBackend:
             return
         key = self.current_key
         ttl = state._ttl
+        single = ttl is not None and state.kind != "list"  # stored as (value, last_access)
         merged = None
         for source in sources:
             raw = m.pop((key, source), None)
             if raw is None:
                 continue
-            value = raw if ttl is None or state._table.kind == "list" else raw[0]
+            value = raw[0] if single else raw
             merged = value if merged is None else state.merge_values(merged, value)
         if merged is None:
             return
         current = m.get((key, target))
         if current is not None:
-            current = current if ttl is None or state._table.kind == "list" else current[0]
-            merged = state.merge_values(current, merged)
-        if ttl is not None and state._table.kind != "list":
+            merged = state.merge_values(current[0] if single else current, merged)
+        if single:
             merged = (merged, ttl.clock())
         state._write_map()[(key, target)] = merged
 
@@ -505,61 +423,47 @@ class HeapKeyedStateBackend:
         return [key for _kg, key, ns, _v in table.entries() if ns == namespace]
 
     # ---- snapshot / restore ----
-    def snapshot(self) -> dict:
-        """Plain-data copy of every entry, by key group: {"max_parallelism", "states": {name: kind},
-        "key_groups": {kg: {name: [(key, namespace, stored)]}}}. TTL entries keep their access time;
-        with cleanup_full_snapshot() expired ones are left out."""
+    def snapshot(self, key_groups: Optional[Iterable[int]] = None) -> dict:
+        """Plain-data copy of the entries of every key group, or of `key_groups` only (the
+        format: abstract_backend.py). TTL entries keep their access time; with
+        cleanup_full_snapshot() expired ones are left out."""
+        groups = self._snapshot_groups(key_groups)
         now = self.clock()
-        key_groups: Dict[int, Dict[str, list]] = {}
+        out: Dict[int, Dict[str, list]] = {}
         states = {}
         for name, table in self._tables.items():
-            states[name] = {"kind": table.kind, "ttl": table.ttl is not None}
-            drop = table.ttl is not None and table.ttl.in_full_snapshot
-            for kg, key, ns, stored in table.entries():
-                if table.kind == "list":
-                    stored = list(stored)
-                    if drop:
-                        stored = [e for e in stored if not table.ttl.expired(e[1], now)]
-                        if not stored:
-                            continue
-                elif table.kind == "map":
-                    stored = dict(stored)
-                    if drop:
-                        stored = {k: e for k, e in stored.items() if not table.ttl.expired(e[1], now)}
-                        if not stored:
-                            continue
-                elif drop and table.ttl.expired(stored[1], now):
+            states[name] = {"kind": table.kind, "ttl": table.ttl is not None or table.had_ttl}
+            kind, ttl = table.kind, table.ttl
+            tg = table.groups
+            for kg in (tg if groups is None else groups):
+                m = tg.get(kg)
+                if not m:
                     continue
-                key_groups.setdefault(kg, {}).setdefault(name, []).append((key, ns, stored))
-        return {"max_parallelism": self.max_parallelism, "states": states, "key_groups": key_groups}
+                for (key, ns), stored in m.items():
+                    stored = snapshot_entry(kind, ttl, stored, now)
+                    if stored is not None:
+                        out.setdefault(kg, {}).setdefault(name, []).append((key, ns, stored))
+        return {"max_parallelism": self.max_parallelism, "states": states, "key_groups": out}
 
     def restore(self, snapshots: Iterable[dict]) -> None:
         """Loads the entries of this instance's key groups from the snapshots of any number of
-        former instances (same max parallelism)."""
-        if isinstance(snapshots, dict):
-            snapshots = [snapshots]
-        for snap in snapshots:
-            if snap["max_parallelism"] != self.max_parallelism:
-                raise ValueError(f"state snapshot has max parallelism {snap['max_parallelism']}, this operator "
-                                 f"{self.max_parallelism}: keyed state can only be restored with the same max parallelism")
+        former instances (same max parallelism, any backend)."""
+        for snap in self.snapshots_of(snapshots):
+            self.check_snapshot(snap)
             for name, meta in snap["states"].items():
                 table = self._tables.get(name)
                 if table is None:
                     table = self._tables[name] = StateTable(name, meta["kind"])
                 elif table.kind != meta["kind"]:
                     raise ValueError(f"state {name!r} is {table.kind} state here but {meta['kind']} in the snapshot")
+                table.had_ttl = table.had_ttl or bool(meta["ttl"])
             for kg, by_name in snap["key_groups"].items():
                 kg = int(kg)
                 if kg not in self.key_group_range:
                     continue
                 for name, entries in by_name.items():
-                    m = self._tables[name].groups.setdefault(kg, {})
-                    kind = self._tables[name].kind
+                    table = self._tables[name]
+                    m = table.groups.setdefault(kg, {})
+                    had_ttl = snap["states"][name]["ttl"]
                     for key, ns, stored in entries:
-                        if kind == "list":
-                            stored = list(stored)
-                        elif kind == "map":
-                            stored = dict(stored)
-                        elif isinstance(stored, list) and snap["states"][name]["ttl"]:
-                            stored = tuple(stored)
-                        m[(key, ns)] = stored
+                        m[(key, ns)] = restored_entry(table.kind, stored, had_ttl)

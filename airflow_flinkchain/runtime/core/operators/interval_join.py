@@ -32,7 +32,6 @@ LEFT_BUFFER = MapStateDescriptor("LEFT_BUFFER")
 RIGHT_BUFFER = MapStateDescriptor("RIGHT_BUFFER")
 CLEANUP_NAMESPACE_LEFT = "CLEANUP_LEFT"
 CLEANUP_NAMESPACE_RIGHT = "CLEANUP_RIGHT"
-_EMPTY: dict = {}
 
 
 class IntervalJoinContext(ProcessContext, ProcessJoinFunction.Context):
@@ -86,7 +85,10 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
             self.user_function.close()
 
     def dispose(self) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            self.state_backend.dispose()
 
     # ---- records -----------------------------------------------------------
     def record_processors(self, emit, side) -> tuple[Callable, Callable]:
@@ -118,15 +120,14 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
                 if late is not None:
                     late(ours)  # stamped with its own timestamp (the cell's)
                 return
-            # the buffers are the backend's plain dicts of the current key (no TTL): used directly
-            mine = our_buffer._dict(create=True)
-            bucket = mine.get(ts)
+            bucket = our_buffer.get(ts)
             if bucket is None:
-                mine[ts] = [ours]
+                bucket = [ours]
             else:
                 bucket.append(ours)
+            our_buffer.put(ts, bucket)  # written back: a RocksDB backend hands out copies
             low, high = ts + rel_lower, ts + rel_upper
-            for other_ts, others in (other_buffer._dict() or _EMPTY).items():
+            for other_ts, others in other_buffer.items():
                 if other_ts < low or other_ts > high:
                     continue
                 if is_left:

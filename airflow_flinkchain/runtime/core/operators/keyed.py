@@ -2,9 +2,10 @@
 
 `KeyedOperator` is the base every keyed operator subclasses (keyed process, reduce, keyed
 map / flat_map / filter, the window operator). It owns
-- `state_backend`: a HeapKeyedStateBackend (runtime/state/backend.py) over this subtask's
-  key-group range, keyed by Python equality (keys.py) and assigning key groups as the HASH
-  partitioner does; `runtime_context.get_state(...)` etc. read it for the current key;
+- `state_backend`: the pipeline's keyed state backend (runtime/state/factory.py: heap or
+  RocksDB; always heap in BATCH) over this subtask's key-group range, keyed by Python
+  equality (keys.py) and assigning key groups as the HASH partitioner does; disposed last;
+  `runtime_context.get_state(...)` etc. read it for the current key;
 - `timer_service`: an InternalTimerService (runtime/core/timers.py) calling back
   `on_event_time(timer)` / `on_processing_time(timer)` with the timer's key set as current key;
   `user_timer_service` is what `ctx.timer_service()` returns (Flink's SimpleTimerService);
@@ -62,7 +63,7 @@ from airflow_flinkchain.runtime.core.operators.base import (
 )
 from airflow_flinkchain.runtime.core.operators.process import ProcessContext, make_result_emitter, process_handler
 from airflow_flinkchain.runtime.core.partitioners import key_group_for_key
-from airflow_flinkchain.runtime.state.backend import HeapKeyedStateBackend
+from airflow_flinkchain.runtime.state.factory import create_keyed_state_backend
 from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_for_operator_index
 from airflow_flinkchain.runtime.core.timers import InternalTimerService
 from airflow_flinkchain.state import ValueStateDescriptor
@@ -140,15 +141,16 @@ class KeyedOperator(StreamOperator):
             raise ValueError(f"operator {node.name!r} is keyed but has no key selector (use key_by())")
         self.key_selector = key_getter(adapt_function(node.key_selector, "get_key", node), node.name)
         mp = node.max_parallelism
-        self.state_backend = HeapKeyedStateBackend(
+        graph = scope.graph
+        self.batch = graph is None or graph.runtime_mode != "streaming"
+        self.state_backend = create_keyed_state_backend(
+            getattr(graph, "state_backend", None),
             max_parallelism=mp,
             key_group_range=compute_key_group_range_for_operator_index(mp, scope.parallelism, scope.subtask),
-            key_group_of=key_group_for_key,
+            key_group_of=key_group_for_key, subtask=scope.subtask, operator_name=node.name, batch=self.batch,
         )
         self.timer_service = InternalTimerService(self.state_backend, self)
         self.user_timer_service = SimpleTimerService(self.timer_service, self)
-        graph = scope.graph
-        self.batch = graph is None or graph.runtime_mode != "streaming"
         self._buffer: dict = {}  # BATCH: key -> [(timestamp, value)], keys in first-seen order
         self._processors: dict = {}
         self._timed_processor: Optional[Callable] = None
@@ -230,6 +232,12 @@ class KeyedOperator(StreamOperator):
             inner(value)
 
         return process
+
+    def dispose(self) -> None:
+        try:
+            super().dispose()
+        finally:
+            self.state_backend.dispose()
 
     # ---- snapshot / restore ------------------------------------------------
     def snapshot_state(self) -> dict:

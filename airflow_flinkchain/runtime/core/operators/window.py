@@ -1,5 +1,5 @@
 """Flink's WindowOperator: keyed windows with triggers, allowed lateness, late side output and
-merging (session) windows, over the heap keyed state backend and the internal timer service.
+merging (session) windows, over a keyed state backend (heap by default) and the internal timer service.
 
 The core class is independent of the chain: records come in through `process_element(value,
 timestamp)`, watermarks through `process_watermark(t)`, and everything leaves through an
@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from airflow_flinkchain.functions import OutputTag, ReduceFunction
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
-from airflow_flinkchain.runtime.state.backend import HeapKeyedStateBackend
+from airflow_flinkchain.runtime.state.abstract_backend import AbstractKeyedStateBackend
+from airflow_flinkchain.runtime.state.factory import create_keyed_state_backend
 from airflow_flinkchain.runtime.core.timers import InternalTimer, InternalTimerService
 from airflow_flinkchain.state import (
     AggregatingStateDescriptor,
@@ -127,7 +128,7 @@ class _ScopedStateStore(KeyedStateStore):
 
     __slots__ = ("_backend", "_namespace")
 
-    def __init__(self, backend: HeapKeyedStateBackend, namespace: Any):
+    def __init__(self, backend: AbstractKeyedStateBackend, namespace: Any):
         self._backend = backend
         self._namespace = namespace
 
@@ -140,7 +141,7 @@ class _ScopedStateStore(KeyedStateStore):
 class _RuntimeContextView:
     """What a window assigner's context offers as runtime context: keyed state of the key."""
 
-    def __init__(self, backend: HeapKeyedStateBackend):
+    def __init__(self, backend: AbstractKeyedStateBackend):
         self._store = _ScopedStateStore(backend, None)
 
     def get_state(self, descriptor):
@@ -318,7 +319,7 @@ class WindowOperator:
                  window_function: InternalWindowFunction, output: Any,
                  key_selector: Optional[Callable[[Any], Any]] = None, trigger: Optional[Trigger] = None,
                  allowed_lateness: int = 0, late_data_output_tag: Optional[OutputTag] = None,
-                 backend: Optional[HeapKeyedStateBackend] = None, name: str = "window",
+                 backend: Optional[AbstractKeyedStateBackend] = None, name: str = "window",
                  processing_time: Optional[Callable[[], int]] = None):
         if allowed_lateness < 0:
             raise ValueError(f"window operator {name!r}: allowed_lateness must not be negative, got {allowed_lateness}")
@@ -335,10 +336,11 @@ class WindowOperator:
         self.late_data_output_tag = late_data_output_tag
         self.key_selector = key_selector
         self.output = output
-        self.backend = backend if backend is not None else HeapKeyedStateBackend()
+        self.backend = backend if backend is not None else create_keyed_state_backend("hashmap")
         self.timer_service = InternalTimerService(self.backend, self, processing_time=processing_time)
         self.window_function = window_function
         self._merging = isinstance(assigner, MergingWindowAssigner)
+        self.window_state_descriptor = window_state_descriptor
         self.window_state = self.backend.create_state(window_state_descriptor)
         self._single = window_function.single
         self.assigner_context = WindowAssignerContext(self)
@@ -532,7 +534,7 @@ class WindowOperator:
             ctx.window = m
             ctx.clear()
             self._delete_cleanup_timer(m)
-        self.backend.merge_namespaces(self.window_state._table.descriptor, state_window_result, merged_state_windows)
+        self.backend.merge_namespaces(self.window_state_descriptor, state_window_result, merged_state_windows)
 
     def _emit_window_contents(self, window: Window, contents: Any) -> None:
         ctx = self.process_context

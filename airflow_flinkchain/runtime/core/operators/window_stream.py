@@ -125,10 +125,12 @@ class WindowStreamOperator(KeyedOperator):
             self.window_operator.close()
 
     def dispose(self) -> None:
-        super().dispose()
-        if self._core_open:
-            self._core_open = False
-            self.window_operator.close()
+        try:
+            if self._core_open:
+                self._core_open = False
+                self.window_operator.close()
+        finally:
+            super().dispose()  # the state backend goes last
 
     # ---- records ----
     def _build_handler(self, timed: bool) -> Callable[[Any], None]:
