@@ -52,6 +52,9 @@ class SourceReader:
         """The records of subtask `subtask` (`batches`: its partition of input_dataframe())."""
         raise NotImplementedError
 
+    #: Optional `read_batches(subtask, batches)`: the same records as Arrow batches of dict
+    #: records, given to a chain whose source feeds batch operators only (columnar sources).
+
 
 class SinkConnector:
     """Writes one sink for every subtask of a chain attempt and commits it (picklable)."""

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from airflow_flinkchain.runtime.connectors.json_lines import json_lines
+from airflow_flinkchain.runtime.core.batches import conform, without_timestamps
 from airflow_flinkchain.runtime.connectors.schema_widening import SchemaSpill, file_writer, records_batch
 from airflow_flinkchain.runtime.exchange.layout import Location, part_name
 from airflow_flinkchain.runtime.exchange.schema import columns_to_arrays, parse_output_type, record_columns
@@ -49,6 +50,21 @@ class FileSinkWriter:
         len(buffer) >= limit - instead of paying a write() call per record."""
         limit = SINK_BATCH_ROWS if self.columns is None else COLUMNIZE_ROWS
         return self.buffer.append, self._flush_if_full, self.buffer, limit
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """A whole Arrow batch from a batch operator (no per-record step for Parquet and CSV):
+        cast to output_type when declared (the records buffered before it are written first)."""
+        batch = without_timestamps(batch)  # files keep no timestamps
+        if self.fmt == "json":
+            self.buffer.extend(batch.to_pylist())
+            self._flush_if_full()
+            return
+        self.flush()
+        if self.columns is not None:
+            self._arrow_writer(self.schema).write_batch(conform(batch, self.schema, self.label))
+        else:
+            self.spill.add(batch)
+        self.count += batch.num_rows
 
     def _flush_if_full(self) -> None:
         if self.columns is not None:

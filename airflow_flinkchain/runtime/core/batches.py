@@ -21,9 +21,10 @@ import pyarrow as pa
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.core.elements import TimestampCell
 from airflow_flinkchain.runtime.core.outputs import BroadcastingOutputCollector, ChainingOutput, Output, RecordWriterOutput
-from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
+from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError
 
 BatchEmitter = Callable[[pa.RecordBatch], None]
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
 
 class ColumnarInput:
@@ -189,3 +190,38 @@ def run_columnar(head, inputs: ColumnarInput) -> None:
         raise
     except Exception as exc:
         raise head.error("process", exc) from exc
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBatch:
+    """`batch` as the declared schema (its timestamp column kept), or RecordTypeError."""
+    names = [n for n in batch.schema.names if n != TS_COLUMN]
+    missing = [n for n in schema.names if n not in names]
+    extra = [n for n in names if n not in schema.names]
+    if missing or extra:
+        what = ", ".join(w for w in (missing and f"missing field(s) {missing}", extra and
+                                     f"undeclared field(s) {extra}") if w)
+        raise RecordTypeError(f"{label}: output batch with columns {names} does not fit output_type: {what}. "
+                              "Add the fields to output_type or change the function.")
+    arrays, fields = [], list(schema)
+    for f in schema:
+        col = batch.column(f.name)
+        if not col.type.equals(f.type):
+            t = col.type
+            if pa.types.is_integer(f.type) and not (pa.types.is_integer(t) or pa.types.is_floating(t)
+                                                    or pa.types.is_null(t)):
+                raise RecordTypeError(f"{label}: field {f.name!r} expects {f.type} but the batch has {t}. "
+                                      "Fix the function or declare a wider type in output_type.")
+            try:
+                col = col.cast(f.type, safe=True)
+            except _CAST_ERRORS as exc:
+                raise RecordTypeError(f"{label}: field {f.name!r} expects {f.type} but the batch has {t} "
+                                      f"values that do not fit: {exc}. Fix the function or declare a wider "
+                                      "type in output_type.") from None
+        if not f.nullable and col.null_count:
+            raise RecordTypeError(f"{label}: field {f.name!r} is declared not null but {col.null_count} rows "
+                                  "of the batch are null.")
+        arrays.append(col)
+    if TS_COLUMN in batch.schema.names:
+        arrays.append(batch.column(TS_COLUMN))
+        fields.append(pa.field(TS_COLUMN, pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))

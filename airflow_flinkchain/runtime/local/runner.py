@@ -97,7 +97,7 @@ class LocalChainRun:
         self.edge_writers: dict[str, list[LocalChannelWriter]] = {e: [] for e in self.chain.out_edges}
         self.sink_writers: dict[str, list] = {}  # sink node key -> writer per subtask, in subtask order
         self.stages: dict[str, Location] = {}  # file sink node key -> staging directory
-        self.rows: Optional[list] = None  # a file source's rows
+        self.table: Any = None  # a file source's rows, as read (a pyarrow Table)
 
     def path_of(self, node) -> str:
         return (self.overrides.get(node.key) or {}).get("path", node.function.path)
@@ -143,11 +143,13 @@ class LocalChainRun:
                                 "TestingSink in place of this sink")
         head = g.node(self.chain.head_id)
         if head.kind is OperatorKind.SOURCE and isinstance(head.function, FileSource):
-            self.rows = read_file_rows(head.function, self.path_of(head), f"source {head.name!r}")
+            self.table = read_file_table(head.function, self.path_of(head), f"source {head.name!r}")
 
-    def file_split(self, subtask: int) -> list:
-        n, p = len(self.rows), self.chain.parallelism
-        return self.rows[subtask * n // p:(subtask + 1) * n // p]
+    def file_split(self, subtask: int) -> Any:
+        """Subtask k's contiguous row range of the file source (a pyarrow Table)."""
+        n, p = self.table.num_rows, self.chain.parallelism
+        start = subtask * n // p
+        return self.table.slice(start, (subtask + 1) * n // p - start)
 
     def file_stage(self, node) -> Location:
         stage = self.stages.get(node.key)
@@ -197,7 +199,7 @@ class LocalTaskIO:
     def source_input(self, head, subtask: int) -> tuple[Iterable, bool]:
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
-            return self.run.file_split(subtask), True
+            return self.run.file_split(subtask).to_pylist(), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
@@ -209,6 +211,9 @@ class LocalTaskIO:
             return read_query(url, source.query, dict(source.params)), False
         raise TypeError(f"source {head.name!r}: {type(source).__name__} is not supported by execute_local(); "
                         "run this pipeline with execute() (Spark)")
+
+    def source_batches(self, head, subtask: int) -> Optional[Iterable]:
+        return self.run.file_split(subtask).to_batches() if isinstance(head.function, FileSource) else None
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job
@@ -235,8 +240,8 @@ class LocalTaskIO:
         return {name: w.records if isinstance(w, LocalChannelWriter) else w.count for name, w in self.writers.items()}
 
 
-def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
-    """The rows of a file source as dicts, read with pyarrow (files or a directory;
+def read_file_table(source: FileSource, path: str, where: str) -> Any:
+    """The rows of a file source as a pyarrow Table, read with pyarrow (files or a directory;
     names starting with '.' or '_' are skipped, as Spark does)."""
     import pyarrow.csv as pacsv
     import pyarrow.dataset as pads
@@ -271,4 +276,4 @@ def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
         table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
     elif schema is not None and source.format != "csv":
         table = table.select(schema.names).cast(schema)
-    return table.to_pylist()
+    return table

@@ -30,13 +30,10 @@ import pyarrow as pa
 
 from airflow_flinkchain.functions import Function, OutputTag
 from airflow_flinkchain.graph.model import ErrorPolicy
-from airflow_flinkchain.runtime.core.batches import batch_emitter, batch_rows, rows_to_batch, timestamps
+from airflow_flinkchain.runtime.core.batches import batch_emitter, batch_rows, conform, rows_to_batch, timestamps
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.operators.base import StreamOperator
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError, parse_output_type
-
-_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
-
 
 class BatchOperator(StreamOperator):
     takes_batches = True
@@ -113,6 +110,8 @@ class BatchOperator(StreamOperator):
         n = batch.num_rows
         if n == 0:
             return
+        if TS_COLUMN in batch.schema.names and timestamps(batch) is None:
+            batch = batch.drop_columns([TS_COLUMN])  # no row has a timestamp: the function sees no column
         limit = self.spec.batch_size
         if limit is not None and n > limit:
             for offset in range(0, n, limit):
@@ -268,38 +267,3 @@ def _as_mask(mask: Any) -> Any:
     if pd is not None and isinstance(mask, pd.Series):
         mask = mask.to_numpy()
     return pa.array(mask, pa.bool_())
-
-
-def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBatch:
-    """`batch` as the declared schema (its timestamp column kept), or RecordTypeError."""
-    names = [n for n in batch.schema.names if n != TS_COLUMN]
-    missing = [n for n in schema.names if n not in names]
-    extra = [n for n in names if n not in schema.names]
-    if missing or extra:
-        what = ", ".join(w for w in (missing and f"missing field(s) {missing}", extra and
-                                     f"undeclared field(s) {extra}") if w)
-        raise RecordTypeError(f"{label}: output batch with columns {names} does not fit output_type: {what}. "
-                              "Add the fields to output_type or change the function.")
-    arrays, fields = [], list(schema)
-    for f in schema:
-        col = batch.column(f.name)
-        if not col.type.equals(f.type):
-            t = col.type
-            if pa.types.is_integer(f.type) and not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                                                    or pa.types.is_null(t)):
-                raise RecordTypeError(f"{label}: field {f.name!r} expects {f.type} but the batch has {t}. "
-                                      "Fix the function or declare a wider type in output_type.")
-            try:
-                col = col.cast(f.type, safe=True)
-            except _CAST_ERRORS as exc:
-                raise RecordTypeError(f"{label}: field {f.name!r} expects {f.type} but the batch has {t} "
-                                      f"values that do not fit: {exc}. Fix the function or declare a wider "
-                                      "type in output_type.") from None
-        if not f.nullable and col.null_count:
-            raise RecordTypeError(f"{label}: field {f.name!r} is declared not null but {col.null_count} rows "
-                                  "of the batch are null.")
-        arrays.append(col)
-    if TS_COLUMN in batch.schema.names:
-        arrays.append(batch.column(TS_COLUMN))
-        fields.append(pa.field(TS_COLUMN, pa.int64()))
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
