@@ -561,9 +561,9 @@ class DataStream(_OperatorSettings):
             return self._dead_letter_stream(op)
         if op.kind not in (OperatorKind.PROCESS, OperatorKind.KEYED_PROCESS, OperatorKind.WINDOW,
                            OperatorKind.CO_PROCESS, OperatorKind.KEYED_CO_PROCESS, OperatorKind.BROADCAST_PROCESS,
-                           OperatorKind.KEYED_BROADCAST_PROCESS, OperatorKind.INTERVAL_JOIN):
+                           OperatorKind.KEYED_BROADCAST_PROCESS, OperatorKind.INTERVAL_JOIN, OperatorKind.MAP_BATCHES):
             raise PlanningError(
-                f"operator {op.name!r} ({op.kind.value}) cannot emit side outputs: only process() and window "
+                f"operator {op.name!r} ({op.kind.value}) cannot emit side outputs: only process(), map_batches() and window "
                 f"operators can (ctx.output(tag, value), side_output_late_data). Use process() instead of "
                 f"{op.kind.value}().",
                 operator=op.name,

@@ -207,8 +207,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBa
         col = batch.column(f.name)
         if not col.type.equals(f.type):
             t = col.type
-            if pa.types.is_integer(f.type) and not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                                                    or pa.types.is_null(t)):
+            if not _castable(t, f.type):
                 raise RecordTypeError(f"{label}: field {f.name!r} expects {f.type} but the batch has {t}. "
                                       "Fix the function or declare a wider type in output_type.")
             try:
@@ -225,3 +224,24 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBa
         arrays.append(batch.column(TS_COLUMN))
         fields.append(pa.field(TS_COLUMN, pa.int64()))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+_FAMILIES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal, pa.types.is_boolean,
+             lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+             lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t),
+             pa.types.is_temporal)
+# numbers widen as the per-record conversion takes them: an int into a float or decimal field,
+# a (whole) float into an integer one; anything else only within its own kind
+_ALSO = {pa.types.is_integer: (pa.types.is_floating,), pa.types.is_floating: (pa.types.is_integer,),
+         pa.types.is_decimal: (pa.types.is_integer,)}
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a column of `source` may be cast into a declared `target` field (Arrow also
+    casts numbers to strings and strings to numbers; records of those types do not fit)."""
+    if pa.types.is_null(source) or not any(f(target) for f in _FAMILIES):
+        return True
+    for family in _FAMILIES:
+        if family(target):
+            return family(source) or any(other(source) for other in _ALSO.get(family, ()))
+    return True  # pragma: no cover
