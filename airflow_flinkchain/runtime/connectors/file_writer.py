@@ -34,6 +34,8 @@ class FileSinkWriter:
         self.columns = [[] for _ in self.schema.names] if typed_columns else None
         self.spill = SchemaSpill(self.location, label) if self.schema is None and fmt != "json" else None
         self.pending = 0  # records moved into self.columns, not yet written
+        self.batches: list = []  # whole batches (typed), not yet written: one row group per SINK_BATCH_ROWS
+        self.batch_rows = 0
         self.count = 0
         self._writer = None
         self._stream = None
@@ -59,12 +61,22 @@ class FileSinkWriter:
             self.buffer.extend(batch.to_pylist())
             self._flush_if_full()
             return
-        self.flush()
-        if self.columns is not None:
-            self._arrow_writer(self.schema).write_batch(conform(batch, self.schema, self.label))
-        else:
+        if self.buffer or self.pending or self.columns is None:
+            self.flush()  # the records before this batch go first
+        if self.columns is None:
             self.spill.add(batch)
-        self.count += batch.num_rows
+            self.count += batch.num_rows
+            return
+        self.batches.append(conform(batch, self.schema, self.label))
+        self.batch_rows += batch.num_rows
+        if self.batch_rows >= SINK_BATCH_ROWS:
+            self._write_batches()
+
+    def _write_batches(self) -> None:
+        if self.batches:
+            self._arrow_writer(self.schema).write_table(pa.Table.from_batches(self.batches, self.schema))
+            self.count += self.batch_rows
+            self.batches, self.batch_rows = [], 0
 
     def _flush_if_full(self) -> None:
         if self.columns is not None:
@@ -83,6 +95,7 @@ class FileSinkWriter:
 
     def flush(self) -> None:
         if self.columns is not None:  # typed Parquet/CSV
+            self._write_batches()
             self._columnize()
             if self.pending:
                 batch = pa.RecordBatch.from_arrays(columns_to_arrays(self.columns, self.schema, self.label),
