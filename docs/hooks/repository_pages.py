@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 README_PLACEHOLDER = "<!-- readme -->"
 BENCH_PLACEHOLDER = "<!-- bench-table -->"
+VECTORIZED_PLACEHOLDER = "<!-- vectorized-figures -->"
 
 
 def on_files(files, config):
@@ -31,12 +32,14 @@ def on_page_markdown(markdown, page, config, files):
     if README_PLACEHOLDER in markdown:
         readme = (REPO / "README.md").read_text().replace("](docs/", "](")
         markdown = markdown.replace(README_PLACEHOLDER, readme)
-    if BENCH_PLACEHOLDER in markdown:
+    if BENCH_PLACEHOLDER in markdown or VECTORIZED_PLACEHOLDER in markdown:
         sys.path.insert(0, str(REPO))
         try:
-            from benchmarks.bench_table import table
+            from benchmarks.bench_table import table, vectorized_table
         finally:
             sys.path.pop(0)
         report = json.loads((RESULTS / "report.json").read_text())
         markdown = markdown.replace(BENCH_PLACEHOLDER, table(report))
+        markdown = markdown.replace(VECTORIZED_PLACEHOLDER, "\n".join(vectorized_table(report))
+                                    or "(not measured in the committed report)")
     return markdown
