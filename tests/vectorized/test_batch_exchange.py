@@ -57,3 +57,26 @@ def test_a_batch_that_does_not_fit_the_edge_type_names_the_field(tmp_path):
     w = DatasetWriter(Location(str(tmp_path / "edge")), "e", 0, 1, {"x": "int64"}, "operator 'op' writing edge 'e'")
     with pytest.raises(RecordTypeError, match="operator 'op'.*field 'x' expects int64"):
         w.write_batch(0, pa.RecordBatch.from_pydict({"x": ["a"]}))
+
+
+def test_parquet_source_read_by_the_subtasks_splits_rows_contiguously(tmp_path):
+    import pyarrow.parquet as pq
+
+    from airflow_flinkchain.io import ParquetSource
+    from airflow_flinkchain.runtime.connectors.parquet_batches import ParquetBatchReader, direct_files
+
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"x": pa.array(range(i * 1000, (i + 1) * 1000), pa.int64())}),
+                       tmp_path / "in" / f"part-{i}.parquet", row_group_size=300)
+    (tmp_path / "in" / "_SUCCESS").write_text("")
+    source = ParquetSource(str(tmp_path / "in"), schema={"x": "int32"})
+    files = direct_files(source, str(tmp_path / "in"))
+    assert len(files) == 3
+    reader = ParquetBatchReader(source, str(tmp_path / "in"), files, "source 'in'", 4)
+    shares = [[v for b in reader.read_batches(k, iter(())) for v in b.column(0).to_pylist()] for k in range(4)]
+    assert [len(s) for s in shares] == [750] * 4 and sum(shares, []) == list(range(3000))
+    assert reader.read_batches(0, iter(())).__next__().schema.field("x").type == pa.int32()
+    (tmp_path / "in" / "k=1").mkdir()  # partition directories: left to Spark
+    assert direct_files(source, str(tmp_path / "in")) is None
+    assert direct_files(ParquetSource(str(tmp_path / "in" / "*.parquet")), str(tmp_path / "in" / "*.parquet")) is None
