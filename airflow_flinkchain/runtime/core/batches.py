@@ -14,6 +14,7 @@ delivers a batch to everything consuming that output.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from airflow_flinkchain.runtime.core.outputs import BroadcastingOutputCollector,
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError
 
 BatchEmitter = Callable[[pa.RecordBatch], None]
+_ONLY_DICT = frozenset({dict})
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
 
@@ -56,14 +58,20 @@ def batch_rows(batch: pa.RecordBatch) -> tuple[list, Optional[list]]:
 def rows_to_batch(values: list, ts: Optional[list], label: str) -> pa.RecordBatch:
     """Dict records (and their timestamps, None: none has one) as one batch; the columns
     are the records' fields in order of first appearance, a missing field is null."""
-    if values and type(values[0]) is not dict or not all(type(v) is dict for v in values):
+    if not _ONLY_DICT.issuperset(map(type, values)):
         bad = next(v for v in values if type(v) is not dict)
         raise TypeError(f"{label} takes records as dicts (field -> value) to build its batches, got a "
                         f"{type(bad).__name__}: {bad!r:.200}. Map the records to dicts before it.")
-    names = list(dict.fromkeys(k for v in values for k in v))
-    if TS_COLUMN in names:
+    names = list(values[0]) if values else []
+    try:  # the common case, checked in C: every record has the first record's fields
+        if set(map(len, values)) != {len(names)}:
+            raise KeyError
+        columns = {n: list(map(itemgetter(n), values)) for n in names}
+    except KeyError:
+        names = list(dict.fromkeys(k for v in values for k in v))
+        columns = {n: [v.get(n) for v in values] for n in names}
+    if TS_COLUMN in columns:
         raise ValueError(f"{label}: field name {TS_COLUMN!r} is reserved for event timestamps; rename it")
-    columns = {n: [v.get(n) for v in values] for n in names}
     if ts is not None:
         columns[TS_COLUMN] = pa.array(ts, pa.int64())
     return pa.RecordBatch.from_pydict(columns)

@@ -96,7 +96,7 @@ class BatchOperator(StreamOperator):
         self.pending.clear()
         self.pending_ts.clear()
         try:
-            batch = rows_to_batch(values, None if all(t is None for t in ts) else ts, self.label)
+            batch = rows_to_batch(values, None if ts.count(None) == len(ts) else ts, self.label)
         except Exception as exc:
             raise self.error("process", exc) from exc
         self.process_batch(batch)
