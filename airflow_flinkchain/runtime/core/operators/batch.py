@@ -105,6 +105,10 @@ class BatchOperator(StreamOperator):
         self.flush_records()  # the records before the watermark go first
         super().process_watermark(watermark)
 
+    def process_watermark_status(self, status) -> None:
+        self.flush_records()
+        super().process_watermark_status(status)
+
     # ---- batches -----------------------------------------------------------
     def process_batch(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
