@@ -19,8 +19,8 @@ def _sec(s: dict) -> str:
 
 def _runs(report: dict) -> str:
     default = report["settings"]["repeat"]
-    per = {s: report[s].get("repeat") or default for s in ("runtime", "scale", "parse", "airflow", "flink", "eventtime",
-                                                           "state")
+    per = {s: report[s].get("repeat") or default for s in ("runtime", "vectorized", "scale", "parse", "airflow", "flink",
+                                                           "eventtime", "state")
            if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
            or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
     if len(set(per.values())) <= 1:
@@ -46,6 +46,23 @@ def state_table(report: dict) -> str:
     return "\n".join(out)
 
 
+def vectorized_table(report: dict) -> list:
+    """The vectorized section's lines (also shown on docs/vectorized.md)."""
+    vc = report.get("vectorized")
+    if not vc or "ratios" not in vc:
+        return []
+    out = [f"| vectorized, {vc['records']:,} records, local[{vc['parallelism']}], Parquet in and out "
+           f"| records/s | this ÷ native (target vectorized >= {vc['target_vectorized_over_native']}) |",
+           "|---|---|---|"]
+    for v, s in vc["records_per_s"].items():
+        ratio = vc["ratios"].get(f"{v}_over_native")
+        out.append(f"| {v}: {vc['variants'][v]} | {_rps(s)} | {'' if ratio is None else f'{ratio:.2f}'} |")
+    measured = vc.get("measured") or {}
+    out += ["", f"Median (min–max) of {vc.get('repeat')} runs, measured {measured.get('date', '?')}, load average "
+                f"{(measured.get('load_average_before') or [float('nan')])[0]:.1f} before the section.", ""]
+    return out
+
+
 def table(report: dict) -> str:
     out = []
     m = report["machine"]
@@ -66,6 +83,7 @@ def table(report: dict) -> str:
                 ratio = "" if v == "chain" else f"{d['ratios'][f'chain_over_{v}']:.2f}"
                 out.append(f"| {shape.replace('_', ' ')}: {v} | {_rps(s)} | {ratio} |")
         out.append("")
+    out += vectorized_table(report)
     sc = report.get("scale")
     if sc and "points" in sc:
         out.append("| scale (3 operators) | chain records/s | fused records/s | chain ÷ fused | "

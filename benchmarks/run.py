@@ -1,10 +1,13 @@
 """`make bench`: the whole benchmark suite in one run, on the same generated data.
 
-    python -m benchmarks.run [--quick] [--only runtime,airflow,parse,scale,flink,eventtime,join,state] [--repeat 3] [--out DIR]
+    python -m benchmarks.run [--quick] [--only runtime,vectorized,airflow,parse,scale,flink,eventtime,join,state] [--repeat 3] [--out DIR]
 
 Sections (see each module's docstring):
   runtime  chain runtime vs hand-fused mapInArrow / rdd.mapPartitions / native DataFrame /
            one stage per operator; 3- and 10-operator pipelines over 2M records   (bench_spark)
+  vectorized  the runtime pipeline with map_batches/filter_batches over pyarrow.compute vs native
+           DataFrame expressions (target >= 0.8x), beside mixed batch/record chains and the
+           per-record chain; 2M records, Parquet in and out                      (bench_vectorized)
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
@@ -35,7 +38,7 @@ import traceback
 
 from benchmarks.bench_common import REPO, machine_info
 
-SECTIONS = ("runtime", "airflow", "parse", "scale", "flink", "eventtime", "join", "state")
+SECTIONS = ("runtime", "vectorized", "airflow", "parse", "scale", "flink", "eventtime", "join", "state")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
@@ -126,10 +129,10 @@ def main(argv=None) -> int:
         from benchmarks.bench_spark import write_input
 
         input_path = os.path.join(tmp, f"input_{sizes['runtime']}.parquet")
-        if {"runtime", "scale", "flink"} & set(args.sections):  # the sections reading it
+        if {"runtime", "vectorized", "scale", "flink"} & set(args.sections):  # the sections reading it
             write_input(input_path, sizes["runtime"])
         inputs = {sizes["runtime"]: input_path}
-        if {"runtime", "scale", "eventtime", "join"} & set(args.sections):
+        if {"runtime", "vectorized", "scale", "eventtime", "join"} & set(args.sections):
             from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
             spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench",
@@ -138,6 +141,10 @@ def main(argv=None) -> int:
 
             section("runtime", lambda: run_runtime(spark, tmp, sizes["runtime"], args.parallelism, args.repeat,
                                                    warmup=not args.quick, input_path=input_path))
+            from benchmarks.bench_vectorized import run_vectorized
+
+            section("vectorized", lambda: run_vectorized(spark, tmp, sizes["runtime"], args.parallelism, args.repeat,
+                                                         warmup=not args.quick, input_path=input_path))
             section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
             from benchmarks.bench_eventtime import run_eventtime
 
@@ -168,7 +175,8 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["total_seconds"] = round(time.time() - started, 1)
-    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "airflow", "parse", "eventtime")
+    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "vectorized", "airflow", "parse",
+                                                                      "eventtime")
                          if isinstance(report.get(k), dict) and "error" not in report[k]}
     if isinstance(report.get("runtime"), dict) and "pipelines" in report["runtime"]:
         report["targets"]["runtime"] = {k: v["meets_target"] for k, v in report["runtime"]["pipelines"].items()}
@@ -233,6 +241,11 @@ def summary(report: dict) -> str:
             lines.append(f"runtime {shape} ({rt['records']:,} records): " + ", ".join(
                 f"{v} {s['median']:,.0f}/s" for v, s in d["records_per_s"].items())
                 + f" | chain/fused {d['ratios']['chain_over_fused']:.2f} (target >= 0.8)")
+    vc = report.get("vectorized")
+    if isinstance(vc, dict) and "ratios" in vc:
+        lines.append(f"vectorized ({vc['records']:,} records): " + ", ".join(
+            f"{v} {s['median']:,.0f}/s" for v, s in vc["records_per_s"].items())
+            + f" | vectorized/native {vc['ratios']['vectorized_over_native']:.2f} (target >= {vc['target_vectorized_over_native']})")
     sc = report.get("scale")
     if isinstance(sc, dict) and "points" in sc:
         for p in sc["points"]:

@@ -300,6 +300,63 @@ class DataStream(_OperatorSettings):
         check_function(func, "filter", "filter")
         return self._add(OperatorKind.FILTER, "Filter", func, on_error=on_error)
 
+    def map_batches(
+        self,
+        func: Any,
+        batch_format: str = "pyarrow",
+        batch_size: Optional[int] = None,
+        output_type: Any = None,
+        on_error: Optional[str] = None,
+        output_tags: Optional[Iterable[OutputTag]] = None,
+    ) -> "DataStream":
+        """A vectorized map (Ray Data's `map_batches`, Flink's pandas UDFs): `func(batch)`
+        gets many records as one `pyarrow.RecordBatch` (or `pandas.DataFrame` with
+        `batch_format="pandas"`) and returns a batch, or yields several; a yielded
+        `(OutputTag, batch)` goes to that side output. At most `batch_size` rows per call.
+        `output_type` declares (and casts to) the output columns. Chains like map();
+        see docs/vectorized.md for timestamps, dead letters and when to use it.
+
+        Examples:
+            >>> import pyarrow.compute as pc
+            >>> from airflow_flinkchain import StreamPipeline
+            >>> p = StreamPipeline("doc")
+            >>> tripled = p.from_collection([{"x": 1}, {"x": 2}]).map_batches(
+            ...     lambda b: b.set_column(0, "x", pc.multiply(b["x"], 3)))
+            >>> _ = tripled.collect("out")
+            >>> p.execute_local().output("out")
+            [{'x': 3}, {'x': 6}]
+        """
+        from airflow_flinkchain.api.batches import batch_function
+
+        spec, tags = batch_function(self, OperatorKind.MAP_BATCHES, func, batch_format, batch_size, output_tags)
+        return self._add(OperatorKind.MAP_BATCHES, "MapBatches", spec, output_type=output_type, on_error=on_error,
+                         declared_output_tags=tags)
+
+    def filter_batches(
+        self,
+        func: Any,
+        batch_format: str = "pyarrow",
+        batch_size: Optional[int] = None,
+        on_error: Optional[str] = None,
+    ) -> "DataStream":
+        """A vectorized filter: `func(batch)` returns a boolean mask (pyarrow, numpy or
+        pandas, one entry per row); rows where it is true are kept (null: dropped).
+
+        Examples:
+            >>> import pyarrow.compute as pc
+            >>> from airflow_flinkchain import StreamPipeline
+            >>> p = StreamPipeline("doc")
+            >>> evens = p.from_collection([{"x": 1}, {"x": 2}]).filter_batches(
+            ...     lambda b: pc.equal(pc.bit_wise_and(b["x"], 1), 0))
+            >>> _ = evens.collect("out")
+            >>> p.execute_local().output("out")
+            [{'x': 2}]
+        """
+        from airflow_flinkchain.api.batches import batch_function
+
+        spec, _ = batch_function(self, OperatorKind.FILTER_BATCHES, func, batch_format, batch_size, None)
+        return self._add(OperatorKind.FILTER_BATCHES, "FilterBatches", spec, on_error=on_error)
+
     def process(
         self,
         func: ProcessLike,
@@ -504,9 +561,9 @@ class DataStream(_OperatorSettings):
             return self._dead_letter_stream(op)
         if op.kind not in (OperatorKind.PROCESS, OperatorKind.KEYED_PROCESS, OperatorKind.WINDOW,
                            OperatorKind.CO_PROCESS, OperatorKind.KEYED_CO_PROCESS, OperatorKind.BROADCAST_PROCESS,
-                           OperatorKind.KEYED_BROADCAST_PROCESS, OperatorKind.INTERVAL_JOIN):
+                           OperatorKind.KEYED_BROADCAST_PROCESS, OperatorKind.INTERVAL_JOIN, OperatorKind.MAP_BATCHES):
             raise PlanningError(
-                f"operator {op.name!r} ({op.kind.value}) cannot emit side outputs: only process() and window "
+                f"operator {op.name!r} ({op.kind.value}) cannot emit side outputs: only process(), map_batches() and window "
                 f"operators can (ctx.output(tag, value), side_output_late_data). Use process() instead of "
                 f"{op.kind.value}().",
                 operator=op.name,

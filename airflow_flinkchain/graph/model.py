@@ -45,6 +45,9 @@ class OperatorKind(str, enum.Enum):
     MAP = "map"
     FLAT_MAP = "flat_map"
     FILTER = "filter"
+    # vectorized operators: functions of Arrow record batches (runtime/core/operators/batch.py)
+    MAP_BATCHES = "map_batches"
+    FILTER_BATCHES = "filter_batches"
     PROCESS = "process"
     KEYED_PROCESS = "keyed_process"
     REDUCE = "reduce"

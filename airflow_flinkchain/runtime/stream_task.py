@@ -24,7 +24,10 @@ from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.core.input_selection import TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import ChannelWriter, SinkWriter
-from airflow_flinkchain.runtime.exchange.dataset import merged_input
+from airflow_flinkchain.runtime.core.batches import ColumnarInput
+from airflow_flinkchain.runtime.exchange.dataset import merged_batches, merged_input
+
+BATCH_KINDS = frozenset({OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES})
 
 
 class StreamTaskIO(Protocol):
@@ -39,6 +42,10 @@ class StreamTaskIO(Protocol):
     def source_input(self, head: Any, subtask: int) -> tuple[Iterable, bool]:
         """(the records the source `head` (its node) gives `subtask`, whether they
         are bare values only); non-parallel sources give subtask 0 everything."""
+
+    def source_batches(self, head: Any, subtask: int) -> Optional[Iterable]:
+        """Optional: the same records as Arrow batches, or None when the source is not
+        columnar; asked only when the source feeds batch operators only."""
 
     def record_writer(self, chain_edge: Any, subtask: int) -> ChannelWriter:
         """The writer of one chain out-edge (see `core.interfaces`)."""
@@ -61,8 +68,24 @@ def subtask_input(job, chain_id: str, subtask: int, io: StreamTaskIO) -> tuple[I
     if head.two_input is not None:
         return two_inputs(job, chain, head, subtask, io), False
     if head.kind is OperatorKind.SOURCE:
+        source_batches = getattr(io, "source_batches", None)
+        if source_batches is not None and feeds_batch_operators(job, chain.head_id):
+            batches = source_batches(head, subtask)
+            if batches is not None:  # a columnar source: batches straight to the batch operators
+                return ColumnarInput(batches), False
         return io.source_input(head, subtask)
-    return merged_input(io.input_channels(subtask)), False
+    channels = io.input_channels(subtask)
+    if head.kind in BATCH_KINDS and channels and all(getattr(c, "format", None) == "typed" for c in channels):
+        return ColumnarInput(merged_batches(channels)), False  # typed exchange files: read as batches
+    return merged_input(channels), False
+
+
+def feeds_batch_operators(job, node_id: int) -> bool:
+    """Whether every output of the operator goes, chained and untagged, to a batch operator."""
+    g = job.stream_graph
+    out = g.out_edges(node_id)
+    return bool(out) and all(e.output_tag is None and g.node(e.target_id).kind in BATCH_KINDS
+                             and job.chain_of(e.target_id) is job.chain_of(node_id) for e in out)
 
 
 def two_inputs(job, chain, head, subtask: int, io: StreamTaskIO) -> TwoInputs:

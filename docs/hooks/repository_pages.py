@@ -21,6 +21,7 @@ RESULTS = REPO / "benchmarks" / "results"
 README_PLACEHOLDER = "<!-- readme -->"
 BENCH_PLACEHOLDER = "<!-- bench-table -->"
 STATE_PLACEHOLDER = "<!-- state-figures -->"
+VECTORIZED_PLACEHOLDER = "<!-- vectorized-figures -->"
 
 
 def on_files(files, config):
@@ -33,10 +34,10 @@ def on_page_markdown(markdown, page, config, files):
     if README_PLACEHOLDER in markdown:
         readme = (REPO / "README.md").read_text().replace("](docs/", "](")
         markdown = markdown.replace(README_PLACEHOLDER, readme)
-    if BENCH_PLACEHOLDER in markdown or STATE_PLACEHOLDER in markdown:
+    if BENCH_PLACEHOLDER in markdown or STATE_PLACEHOLDER in markdown or VECTORIZED_PLACEHOLDER in markdown:
         sys.path.insert(0, str(REPO))
         try:
-            from benchmarks.bench_table import state_table, table
+            from benchmarks.bench_table import state_table, table, vectorized_table
         finally:
             sys.path.pop(0)
         report = json.loads((RESULTS / "report.json").read_text())
@@ -44,4 +45,6 @@ def on_page_markdown(markdown, page, config, files):
         state = report.get("state")
         markdown = markdown.replace(STATE_PLACEHOLDER, state_table(report) if isinstance(state, dict)
                                     and "runs" in state else "(not measured yet: `make bench BENCH_ARGS=\"--only state --merge\"`)")
+        markdown = markdown.replace(VECTORIZED_PLACEHOLDER, "\n".join(vectorized_table(report))
+                                    or "(not measured in the committed report)")
     return markdown

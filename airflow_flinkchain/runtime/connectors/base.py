@@ -52,6 +52,13 @@ class SourceReader:
         """The records of subtask `subtask` (`batches`: its partition of input_dataframe())."""
         raise NotImplementedError
 
+    #: Optional `read_batches(subtask, batches)`: the same records as Arrow batches of dict
+    #: records, given to a chain whose source feeds batch operators only (columnar sources).
+
+    def for_batch_operators(self, parallelism: int) -> "SourceReader":
+        """The reader to use when the source feeds batch operators only (default: this one)."""
+        return self
+
 
 class SinkConnector:
     """Writes one sink for every subtask of a chain attempt and commits it (picklable)."""

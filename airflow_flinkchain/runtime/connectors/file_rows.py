@@ -9,7 +9,12 @@ from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
 
 def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
-    """The rows of a file source as dicts, read with pyarrow (files or a directory;
+    """The rows of a file source as dicts (see `read_file_table`)."""
+    return read_file_table(source, path, where).to_pylist()
+
+
+def read_file_table(source: FileSource, path: str, where: str):
+    """The rows of a file source as a pyarrow Table, read with pyarrow (files or a directory;
     names starting with '.' or '_' are skipped, as Spark does)."""
     import pyarrow.csv as pacsv
     import pyarrow.dataset as pads
@@ -46,4 +51,4 @@ def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
         table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
     elif schema is not None and source.format != "csv":
         table = table.select(schema.names).cast(schema)
-    return table.to_pylist()
+    return table

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from airflow_flinkchain.runtime.connectors.json_lines import json_lines
+from airflow_flinkchain.runtime.core.batches import conform, without_timestamps
 from airflow_flinkchain.runtime.connectors.schema_widening import SchemaSpill, file_writer, records_batch
 from airflow_flinkchain.runtime.exchange.layout import Location, part_name
 from airflow_flinkchain.runtime.exchange.schema import columns_to_arrays, parse_output_type, record_columns
@@ -33,6 +34,8 @@ class FileSinkWriter:
         self.columns = [[] for _ in self.schema.names] if typed_columns else None
         self.spill = SchemaSpill(self.location, label) if self.schema is None and fmt != "json" else None
         self.pending = 0  # records moved into self.columns, not yet written
+        self.batches: list = []  # whole batches (typed), not yet written: one row group per SINK_BATCH_ROWS
+        self.batch_rows = 0
         self.count = 0
         self._writer = None
         self._stream = None
@@ -49,6 +52,31 @@ class FileSinkWriter:
         len(buffer) >= limit - instead of paying a write() call per record."""
         limit = SINK_BATCH_ROWS if self.columns is None else COLUMNIZE_ROWS
         return self.buffer.append, self._flush_if_full, self.buffer, limit
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """A whole Arrow batch from a batch operator (no per-record step for Parquet and CSV):
+        cast to output_type when declared (the records buffered before it are written first)."""
+        batch = without_timestamps(batch)  # files keep no timestamps
+        if self.fmt == "json":
+            self.buffer.extend(batch.to_pylist())
+            self._flush_if_full()
+            return
+        if self.buffer or self.pending or self.columns is None:
+            self.flush()  # the records before this batch go first
+        if self.columns is None:
+            self.spill.add(batch)
+            self.count += batch.num_rows
+            return
+        self.batches.append(conform(batch, self.schema, self.label))
+        self.batch_rows += batch.num_rows
+        if self.batch_rows >= SINK_BATCH_ROWS:
+            self._write_batches()
+
+    def _write_batches(self) -> None:
+        if self.batches:
+            self._arrow_writer(self.schema).write_table(pa.Table.from_batches(self.batches, self.schema))
+            self.count += self.batch_rows
+            self.batches, self.batch_rows = [], 0
 
     def _flush_if_full(self) -> None:
         if self.columns is not None:
@@ -67,6 +95,7 @@ class FileSinkWriter:
 
     def flush(self) -> None:
         if self.columns is not None:  # typed Parquet/CSV
+            self._write_batches()
             self._columnize()
             if self.pending:
                 batch = pa.RecordBatch.from_arrays(columns_to_arrays(self.columns, self.schema, self.label),

@@ -55,6 +55,20 @@ class FileSourceReader(SourceReader):
 
         return chain.from_iterable(map(pa.RecordBatch.to_pylist, batches))  # one to_pylist per Arrow batch
 
+    def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The same split as Arrow batches, for a batch operator at the head of the chain."""
+        return batches
+
+    def for_batch_operators(self, parallelism: int) -> SourceReader:
+        """A source feeding batch operators only: Parquet files the subtasks read themselves
+        (`parquet_batches`), else this reader's batches."""
+        from airflow_flinkchain.runtime.connectors.parquet_batches import ParquetBatchReader, direct_files
+
+        files = direct_files(self.descriptor, self.path)
+        if files is None:
+            return self
+        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism)
+
 
 @register_sink(FileSink)
 class FileSinkConnector(SinkConnector):

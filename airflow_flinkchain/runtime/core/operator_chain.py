@@ -32,6 +32,7 @@ from itertools import islice
 from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.planner.jobgraph import JobGraph
+from airflow_flinkchain.runtime.core.batches import ColumnarInput, run_columnar
 from airflow_flinkchain.runtime.core.context import StreamingRuntimeContext
 from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMARK_TS, MIN_WATERMARK_TS, StreamRecord,
                                                       TimestampCell, Watermark)
@@ -263,6 +264,9 @@ class OperatorChain:
     def _process(self, inputs: Iterable[Any], plain_values: bool) -> None:
         if isinstance(inputs, TwoInputs):
             return self._process_two_inputs(inputs)
+        if isinstance(inputs, ColumnarInput):
+            self._build_handlers()
+            return run_columnar(self.head, inputs)
         head, cell = self.head, self.cell
         self._build_handlers()
         fast = head.handler(False)

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Optional
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import CollectSink, FileSink
 from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource, UnboundedSource
-from airflow_flinkchain.runtime.connectors.file_rows import read_file_rows
+from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
@@ -114,7 +114,7 @@ class LocalChainRun:
         self.edge_writers: dict[str, list[LocalChannelWriter]] = {e: [] for e in self.chain.out_edges}
         self.sink_writers: dict[str, list] = {}  # sink node key -> writer per subtask, in subtask order
         self.stages: dict[str, Location] = {}  # file sink node key -> staging directory
-        self.rows: Optional[list] = None  # a file source's rows
+        self.table: Any = None  # a file source's rows, as read (a pyarrow Table)
 
     def path_of(self, node) -> str:
         return (self.overrides.get(node.key) or {}).get("path", node.function.path)
@@ -172,11 +172,13 @@ class LocalChainRun:
         elif isinstance(head.function, UnboundedSource):
             self.source, _ = plan_stream_source(head.function, None, None, self.chain.parallelism, label)
         if self.source is None and isinstance(head.function, FileSource):
-            self.rows = read_file_rows(head.function, path, label)
+            self.table = read_file_table(head.function, path, label)
 
-    def file_split(self, subtask: int) -> list:
-        n, p = len(self.rows), self.chain.parallelism
-        return self.rows[subtask * n // p:(subtask + 1) * n // p]
+    def file_split(self, subtask: int) -> Any:
+        """Subtask k's contiguous row range of the file source (a pyarrow Table)."""
+        n, p = self.table.num_rows, self.chain.parallelism
+        start = subtask * n // p
+        return self.table.slice(start, (subtask + 1) * n // p - start)
 
     def file_stage(self, node) -> Location:
         stage = self.stages.get(node.key)
@@ -229,7 +231,7 @@ class LocalTaskIO:
             return self.run.source.read(subtask, iter(())), self.run.source.plain_values
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
-            return self.run.file_split(subtask), True
+            return self.run.file_split(subtask).to_pylist(), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
@@ -241,6 +243,9 @@ class LocalTaskIO:
             return read_query(url, source.query, dict(source.params)), False
         raise TypeError(f"source {head.name!r}: {type(source).__name__} is not supported by execute_local(); "
                         "run this pipeline with execute() (Spark)")
+
+    def source_batches(self, head, subtask: int) -> Optional[Iterable]:
+        return self.run.file_split(subtask).to_batches() if isinstance(head.function, FileSource) else None
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job

@@ -56,6 +56,10 @@ class SparkTaskIO:
         reader = self.spec.source
         return reader.read(subtask, self.batches), reader.plain_values
 
+    def source_batches(self, head, subtask: int) -> Optional[Iterable]:
+        read_batches = getattr(self.spec.source, "read_batches", None)
+        return None if read_batches is None else read_batches(subtask, self.batches)
+
     def record_writer(self, chain_edge, subtask: int) -> DatasetWriter:
         o = self.spec.outputs[chain_edge.id]
         w = DatasetWriter(o["location"], chain_edge.id, subtask, o["channels"], o["output_type"], o["label"])

@@ -2,6 +2,7 @@
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.core.operators.base import ChainScope, StreamOperator
+from airflow_flinkchain.runtime.core.operators.batch import FilterBatchesOperator, MapBatchesOperator
 from airflow_flinkchain.runtime.core.operators.co_broadcast import (BroadcastProcessOperator,
                                                                     KeyedBroadcastProcessOperator)
 from airflow_flinkchain.runtime.core.operators.co_process import (CoFlatMapOperator, CoMapOperator,
@@ -25,6 +26,8 @@ TWO_INPUT_OPERATORS = {
     OperatorKind.INTERVAL_JOIN: IntervalJoinOperator,
 }
 
+BATCH_OPERATORS = {OperatorKind.MAP_BATCHES: MapBatchesOperator, OperatorKind.FILTER_BATCHES: FilterBatchesOperator}
+
 KEYED_CO_MAPS = {OperatorKind.CO_MAP: KeyedCoMapOperator, OperatorKind.CO_FLAT_MAP: KeyedCoFlatMapOperator}
 
 
@@ -36,6 +39,8 @@ def create_operator(node, scope: ChainScope, sink_writer_factory) -> StreamOpera
         return TWO_INPUT_OPERATORS[kind](node, scope)
     if node.key_selector is not None and kind in KEYED_OPERATORS:
         return KEYED_OPERATORS[kind](node, scope)
+    if kind in BATCH_OPERATORS:
+        return BATCH_OPERATORS[kind](node, scope)
     if kind in SIMPLE_OPERATORS:
         return SIMPLE_OPERATORS[kind](node, scope)
     if kind is OperatorKind.SINK:

@@ -1,0 +1,82 @@
+"""A Parquet source read by the subtasks themselves, as Arrow batches, for a chain whose
+source feeds batch operators only.
+
+Spark would read the files in the JVM, shuffle the rows to the chain's parallelism and
+stream them to the Python worker as Arrow; a batch head needs none of that. Each subtask
+reads its contiguous share of the rows (subtask k of p: rows [k*n/p, (k+1)*n/p) in file
+and row-group order, the split `execute_local()` makes) straight from the files with
+pyarrow, touching only the row groups that overlap its share; the same share in every
+attempt. Used for a Parquet file or a flat directory of them (no glob, no reader options,
+no partition subdirectories); anything else is read by Spark as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from airflow_flinkchain.runtime.connectors.base import SourceReader
+from airflow_flinkchain.runtime.exchange.layout import Location
+from airflow_flinkchain.runtime.exchange.schema import parse_output_type
+
+BATCH_ROWS = 65536
+_GLOB = frozenset("*?[{")
+
+
+def direct_files(descriptor: Any, path: Optional[str]) -> Optional[list]:
+    """The files the subtasks can read themselves (on the driver, once), or None."""
+    if descriptor.format != "parquet" or descriptor.options or path is None or _GLOB & set(path):
+        return None
+    loc = Location(path)
+    info = loc.fs.get_file_info(loc.path)
+    if info.type == pafs.FileType.File:
+        return [loc.path]
+    if info.type != pafs.FileType.Directory:
+        return None
+    entries = loc.fs.get_file_info(pafs.FileSelector(loc.path, recursive=False))
+    if any(e.type == pafs.FileType.Directory and not e.base_name.startswith((".", "_")) for e in entries):
+        return None  # partition directories: Spark reads their values as columns
+    return loc.list_files(recursive=False)
+
+
+class ParquetBatchReader(SourceReader):
+    """The subtasks' own pyarrow reader of a Parquet source (see the module docstring)."""
+
+    plain_values = True
+
+    def __init__(self, descriptor: Any, path: str, files: list, label: str, parallelism: int):
+        self.path = path
+        self.files = files
+        self.schema = descriptor.schema
+        self.label = label
+        self.parallelism = parallelism
+
+    def input_dataframe(self, spark: Any, parallelism: int) -> Any:
+        return None  # the subtasks read by themselves
+
+    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+        fs = Location(self.path).fs
+        metas = [pq.ParquetFile(fs.open_input_file(f)) for f in self.files]
+        total = sum(m.metadata.num_rows for m in metas)
+        start = subtask * total // self.parallelism
+        end = (subtask + 1) * total // self.parallelism
+        schema = parse_output_type(self.schema, self.label)
+        offset = 0
+        for pf in metas:
+            for rg in range(pf.metadata.num_row_groups):
+                rows = pf.metadata.row_group(rg).num_rows
+                lo, hi = max(start, offset), min(end, offset + rows)
+                if lo < hi:
+                    table = pf.read_row_group(rg, columns=None if schema is None else schema.names)
+                    table = table.slice(lo - offset, hi - lo)
+                    if schema is not None:
+                        table = table.cast(schema)
+                    yield from table.to_batches(max_chunksize=BATCH_ROWS)
+                offset += rows
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in self.read_batches(subtask, batches):
+            yield from batch.to_pylist()
