@@ -42,6 +42,11 @@ def add_late(a, b) -> dict:
             "days_late": a["days_late"] + b["days_late"]}
 
 
+def revenue_table(db_url: str) -> SqlSink:
+    """The revenue table sink: an Airflow Asset that flinkchain_revenue_report is scheduled on."""
+    return SqlSink("revenue_per_region", url=db_url)
+
+
 def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: int = 2) -> StreamPipeline:
     out = f"{output_dir}/orders/{{{{ run_key }}}}"
     p = StreamPipeline("orders", parallelism=parallelism, conn_id="spark_default")
@@ -51,7 +56,7 @@ def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: 
     flagged = valid.process(flag_late, output_tags=[LATE]).name("flag_late").uid("flag_late")
     per_region = (flagged.key_by(lambda r: r["region"]).reduce(add_region)
                   .name("revenue_per_region").uid("revenue_per_region"))
-    per_region.sink_to(SqlSink("revenue_per_region", url=db_url), name="region_table").uid("region_table")
+    per_region.sink_to(revenue_table(db_url), name="region_table").uid("region_table")
     per_region.sink_to(ParquetSink(f"{out}/revenue_per_region"), name="region_parquet").uid("region_parquet")
     (flagged.get_side_output(LATE).key_by(lambda r: r["customer"]).reduce(add_late)
         .name("late_per_customer").uid("late_per_customer")
