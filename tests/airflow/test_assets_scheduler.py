@@ -85,8 +85,9 @@ def asset_stack(airflow_home, tmp_path_factory):
 
 def _unpause_when_parsed(env, dag_id: str) -> None:
     deadline = time.time() + 300
-    while time.time() < deadline:
-        if airflow(env, "dags", "unpause", dag_id).returncode == 0:
+    while time.time() < deadline:  # exits 0 with "No paused DAGs were found" until the DAG is parsed
+        out = airflow(env, "dags", "unpause", dag_id, "-o", "json")
+        if out.returncode == 0 and dag_id in out.stdout:
             return
         time.sleep(5)
     pytest.fail(f"{dag_id} was never parsed")
