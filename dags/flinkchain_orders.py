@@ -54,7 +54,7 @@ def add_late(a, b) -> dict:
 
 def revenue_table(db_url: str) -> SqlSink:
     """The revenue table sink: the Airflow Asset flinkchain_revenue_report is scheduled on."""
-    return SqlSink("revenue_per_region", url=db_url)
+    return SqlSink("revenue_per_region", url=db_url, asset_name="orders.revenue_per_region")
 
 
 def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: int = 2) -> StreamPipeline:

@@ -118,6 +118,13 @@ def chain_asset_refs(job_graph: Any, chain_id: str) -> tuple[AssetRef, ...]:
     return tuple(refs)
 
 
+def plan_assets(job_graph: Any) -> list[dict]:
+    """Every source/sink asset of a pipeline, as recorded with its plan in the run store
+    (`plan["assets"]`, read by the Chains tab to link each one to Airflow's asset page)."""
+    return [{"operator": r.operator_key, "chain": c.id, "role": r.role, "uri": r.uri, "name": r.name}
+            for c in job_graph.chains for r in chain_asset_refs(job_graph, c.id)]
+
+
 def declared_fields(descriptor: Any) -> tuple:
     """((column, type), ...) a source/sink declares (`schema=` / `output_type=`: a dict
     name -> type, a pyarrow schema or a PyFlink ROW_NAMED), else ()."""

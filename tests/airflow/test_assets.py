@@ -13,7 +13,7 @@ import pytest
 from airflow.sdk import DAG, Asset
 
 from airflow_flinkchain import StreamPipeline
-from airflow_flinkchain.airflow.assets import asset_of, asset_uri, event_extra, file_uri
+from airflow_flinkchain.airflow.assets import asset_of, asset_uri, event_extra, file_uri, plan_assets
 from airflow_flinkchain.airflow.lineage import dataset_name, operator_lineage
 from airflow_flinkchain.io import CollectSink, CsvSink, JsonLinesSource, ParquetSink, ParquetSource, SqlSink, SqlSource
 from af_pipelines import linear
@@ -103,6 +103,14 @@ def test_sources_are_inlets_and_sinks_outlets_of_their_chain_tasks():
     # setup/teardown and the exchange between the chains are not assets
     assert tasks.setup.outlets == [] and tasks.teardown.inlets == []
     assert [r.operator for r in tail.asset_refs] == ["write"]
+
+
+def test_the_plan_recorded_for_the_chains_tab_lists_the_assets():
+    assert plan_assets(linear().plan()) == [
+        {"operator": "events", "chain": "events", "role": "source", "uri": "file:///data/in/*",
+         "name": "file:///data/in/*"},
+        {"operator": "write", "chain": "per_user", "role": "sink", "uri": "file:///data/out/*/per_user",
+         "name": "file:///data/out/*/per_user"}]
 
 
 def test_collections_and_collect_sinks_are_not_assets():
