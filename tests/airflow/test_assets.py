@@ -182,3 +182,21 @@ def test_parsing_loads_no_lineage_code():
     assert out.returncode == 0, out.stderr[-3000:]
     # (the Spark provider's operator module itself imports OpenLineage helpers when installed)
     assert "airflow_flinkchain.airflow.lineage" not in out.stdout.splitlines()[-1]
+
+
+def test_sink_events_get_their_extra_and_an_uncommitted_sink_fails_the_task():
+    from airflow.sdk.exceptions import AirflowException
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    _, tasks = render(linear())
+    op = tasks.chains["per_user"]
+
+    class Run:
+        run_key, run_id = "k1", "manual__1"
+
+    events = OutletEventAccessors()
+    summary = {"outputs": [{"sink": "write", "records": 3, "path": "/data/out/k1/per_user"}]}
+    op._annotate_asset_events({"outlet_events": events}, Run, summary, "chain per_user")
+    assert events[Asset("file:///data/out/*/per_user")].extra["records_written"] == 3
+    with pytest.raises(AirflowException, match="sink 'write' reported no commit"):
+        op._annotate_asset_events({"outlet_events": OutletEventAccessors()}, Run, {"outputs": []}, "chain per_user")
