@@ -12,7 +12,9 @@ sizes a local master to the chain's parallelism (local[N]) through the hook's
 public connection lookup. Spark's location defaults to the installed pyspark,
 so it works whatever PATH the worker has. After the job it reads the runtime's
 metrics file, records it in the run store and returns a summary (XCom
-`return_value`).
+`return_value`). The chain's sources and sinks are the task's inlets and outlets
+(assets.py): each committed sink's asset event gets what was written as its
+extra; the OpenLineage provider gets the same inputs and outputs (lineage.py).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from typing import Any, Optional
 
 from airflow_flinkchain.airflow import paths
 from airflow_flinkchain.airflow.assets import AssetRef, event_extra
-from airflow_flinkchain.airflow.compat import (AirflowException, AirflowFailException, SparkSubmitHook, SparkSubmitOperator,
-                                               get_connection, sqlalchemy_url)
+from airflow_flinkchain.airflow.compat import (AirflowException, AirflowFailException, SparkSubmitHook,
+                                               SparkSubmitOperator, get_connection, sqlalchemy_url)
 from airflow_flinkchain.airflow.run_context import (PipelineRun, check_spark_connection, operator_totals, run_store,
                                                     store_call)
 from airflow_flinkchain.airflow.spec import ChainTaskSpec, PipelineSpec
