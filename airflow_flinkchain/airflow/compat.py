@@ -8,13 +8,14 @@ Only this module knows where things live, so a move costs one edit here.
 from __future__ import annotations
 
 try:  # Airflow 3.x: the Task SDK is the authoring API
-    from airflow.sdk import DAG, BaseHook, BaseOperator, TaskGroup, get_current_context, setup, teardown
+    from airflow.sdk import DAG, Asset, BaseHook, BaseOperator, TaskGroup, get_current_context, setup, teardown
     from airflow.sdk import conf as airflow_conf
     from airflow.sdk.definitions._internal.contextmanager import DagContext, TaskGroupContext
 
     AIRFLOW_3 = True
 except ImportError:  # pragma: no cover - Airflow 2.x fallback, not in CI
     from airflow.configuration import conf as airflow_conf  # type: ignore[no-redef]
+    from airflow.datasets import Dataset as Asset  # type: ignore[no-redef]
     from airflow.decorators import setup, teardown  # type: ignore[no-redef]
     from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef]
@@ -83,6 +84,7 @@ def store_url() -> str:
 
 __all__ = [
     "AIRFLOW_3",
+    "Asset",
     "DAG",
     "AirflowException",
     "AirflowFailException",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+from airflow_flinkchain.airflow.assets import plan_assets
 from airflow_flinkchain.airflow.compat import AirflowFailException, BaseOperator
 from airflow_flinkchain.airflow.run_context import PipelineRun, check_spark_connection, run_store, store_call
 from airflow_flinkchain.airflow.spec import PipelineSpec
@@ -67,7 +68,7 @@ class PipelineSetupOperator(_PipelineTask):
         store = run_store()
         if store is not None:
             store_call("start_run", store.start_run, run.dag_id, run.run_id,
-                       plan=job_graph.to_dict(), pipeline=spec.pipeline)
+                       plan={**job_graph.to_dict(), "assets": plan_assets(job_graph)}, pipeline=spec.pipeline)
         _run_hooks(self.pipeline.setup_hooks, context, "on_setup", self._where(), stop_on_error=True)
         self.log.info("%s: run %s prepared in %s (%d chains)", self._where(), run.run_id, run.area, len(planned))
         return {"pipeline": spec.pipeline, "run_id": run.run_id, "exchange_area": run.area,

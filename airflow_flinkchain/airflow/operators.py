@@ -12,7 +12,9 @@ sizes a local master to the chain's parallelism (local[N]) through the hook's
 public connection lookup. Spark's location defaults to the installed pyspark,
 so it works whatever PATH the worker has. After the job it reads the runtime's
 metrics file, records it in the run store and returns a summary (XCom
-`return_value`).
+`return_value`). The chain's sources and sinks are the task's inlets and outlets
+(assets.py): each committed sink's asset event gets what was written as its
+extra; the OpenLineage provider gets the same inputs and outputs (lineage.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import time
 from typing import Any, Optional
 
 from airflow_flinkchain.airflow import paths
-from airflow_flinkchain.airflow.compat import (AirflowFailException, SparkSubmitHook, SparkSubmitOperator,
-                                               get_connection, sqlalchemy_url)
+from airflow_flinkchain.airflow.assets import AssetRef, event_extra
+from airflow_flinkchain.airflow.compat import (AirflowException, AirflowFailException, SparkSubmitHook,
+                                               SparkSubmitOperator, get_connection, sqlalchemy_url)
 from airflow_flinkchain.airflow.run_context import (PipelineRun, check_spark_connection, operator_totals, run_store,
                                                     store_call)
 from airflow_flinkchain.airflow.spec import ChainTaskSpec, PipelineSpec
@@ -75,9 +78,13 @@ class ChainSubmitOperator(SparkSubmitOperator):
     template_fields = (*SparkSubmitOperator.template_fields, "templated_fields")
     template_fields_renderers = {"templated_fields": "json", "conf": "json"}
     ui_color = "#e6f0fb"
-    shallow_copy_attrs = ("chain_spec", "pipeline_spec")
+    shallow_copy_attrs = ("chain_spec", "pipeline_spec", "asset_refs")
 
-    def __init__(self, *, chain_spec: ChainTaskSpec, pipeline_spec: PipelineSpec, area_suffix: str = "", **kwargs: Any):
+    def __init__(self, *, chain_spec: ChainTaskSpec, pipeline_spec: PipelineSpec, area_suffix: str = "",
+                 asset_refs: tuple[AssetRef, ...] = (), **kwargs: Any):
+        # sources are the task's inlets, sinks its outlets (Airflow emits their events on success)
+        kwargs["inlets"] = [*(kwargs.get("inlets") or []), *(r.asset() for r in asset_refs if r.role == "source")]
+        kwargs["outlets"] = [*(kwargs.get("outlets") or []), *(r.asset() for r in asset_refs if r.role == "sink")]
         spark_kwargs = chain_spec.spark.operator_kwargs()
         spark_kwargs.update({k: kwargs.pop(k) for k in list(kwargs) if k in spark_kwargs and k != "conf"})
         spark_kwargs["spark_binary"] = kwargs.pop("spark_binary", None) or spark_kwargs.get("spark_binary") \
@@ -89,8 +96,10 @@ class ChainSubmitOperator(SparkSubmitOperator):
         self.chain_spec = chain_spec
         self.pipeline_spec = pipeline_spec
         self.area_suffix = area_suffix
+        self.asset_refs = tuple(asset_refs)
         self.templated_fields: dict[str, Any] = {k: dict(v) for k, v in chain_spec.templated_fields.items()}
         self._run: Optional[PipelineRun] = None
+        self._summary: Optional[dict] = None
 
     # ---- templates ----------------------------------------------------------------
     def render_template_fields(self, context, jinja_env=None) -> None:
@@ -114,7 +123,41 @@ class ChainSubmitOperator(SparkSubmitOperator):
         self.log.info("%s: spark-submit %s %s", where, self.application, " ".join(self.application_args))
         started = time.time()
         super().execute(context)
-        return self._after_submit(run, started, where)
+        summary = self._summary = self._after_submit(run, started, where)
+        self._annotate_asset_events(context, run, summary, where)
+        return summary
+
+    def _annotate_asset_events(self, context, run: PipelineRun, summary: dict, where: str) -> None:
+        """The extra of each sink's asset event (Airflow emits the events when this task
+        succeeds). A sink without a commit record fails the task: no event for uncommitted data."""
+        committed = {o["sink"]: o for o in summary.get("outputs") or [] if "sink" in o}
+        events = context.get("outlet_events")
+        for ref in self.asset_refs:
+            if ref.role != "sink":
+                continue
+            if ref.operator_key not in committed:
+                raise AirflowException(
+                    f"{where}: sink {ref.operator!r} reported no commit (metrics of the chain missing or "
+                    f"incomplete), so its asset {ref.uri!r} is not marked updated; retry the task")
+            if events is not None:
+                events[ref.asset()].extra = event_extra(ref, committed[ref.operator_key], run, self.pipeline_spec,
+                                                        self.chain_spec.chain_id)
+
+    # ---- OpenLineage (called by apache-airflow-providers-openlineage only) ------------------
+    def get_openlineage_facets_on_start(self):
+        from airflow_flinkchain.airflow.lineage import operator_lineage
+
+        return operator_lineage(self, None)
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        from airflow_flinkchain.airflow.lineage import operator_lineage
+
+        return operator_lineage(self, self._summary)
+
+    def get_openlineage_facets_on_failure(self, task_instance):
+        from airflow_flinkchain.airflow.lineage import operator_lineage
+
+        return operator_lineage(self, None, failed=True)
 
     def _runtime_args(self, run: PipelineRun) -> list[str]:
         args = [

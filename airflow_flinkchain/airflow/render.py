@@ -19,6 +19,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.airflow.assets import chain_asset_refs
 from airflow_flinkchain.airflow.compat import TaskGroup, current_dag
 from airflow_flinkchain.airflow.lifecycle import PipelineSetupOperator, PipelineTeardownOperator
 from airflow_flinkchain.airflow.operators import ChainSubmitOperator
@@ -108,6 +109,7 @@ def render_pipeline(
                 task_display_name=c.display_name,
                 doc_md=c.doc_md,
                 chain_spec=c,
+                asset_refs=chain_asset_refs(job_graph, c.chain_id),
                 dag=dag,
                 **common,
             )

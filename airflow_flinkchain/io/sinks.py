@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from airflow_flinkchain.io.sources import FILE_FORMATS, _redact
+from airflow_flinkchain.io.sources import FILE_FORMATS, _redact, normalize_asset
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +38,16 @@ class Sink:
         >>> SqlSink("totals", url="sqlite:///shop.db").describe()
         'SQL table totals on sqlite:///shop.db'
     """
+
+    #: The Airflow Asset this sink is (an outlet of the chain task writing it): None
+    #: derives the URI from the sink, a string overrides it, an object with `.uri`
+    #: (an Airflow `Asset`) gives URI and name, False makes it no asset.
+    asset: Any = field(default=None, kw_only=True)
+    #: The asset's name (Airflow's default: its URI).
+    asset_name: Optional[str] = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        normalize_asset(self, f"sink {self.describe()!r}")
 
     def describe(self) -> str:
         """A short human description (shown in plans and the UI)."""
@@ -82,39 +92,41 @@ class FileSink(Sink):
             raise ValueError(f"file sink {self.path!r}: format must be one of {FILE_FORMATS}, got {self.format!r}")
         if not isinstance(self.path, str) or not self.path:
             raise ValueError(f"file sink needs a non-empty path string, got {self.path!r}")
+        super().__post_init__()
 
     def describe(self) -> str:
         return f"{self.format} files at {self.path}"
 
 
-def ParquetSink(path: str, output_type: Any = None) -> FileSink:
+def ParquetSink(path: str, output_type: Any = None, *, asset: Any = None, asset_name: Optional[str] = None) -> FileSink:
     """Parquet files in `path`.
 
     Examples:
         >>> ParquetSink("/data/totals", output_type={"customer": "string", "amount": "double"}).format
         'parquet'
     """
-    return FileSink(path, "parquet", output_type)
+    return FileSink(path, "parquet", output_type, asset=asset, asset_name=asset_name)
 
 
-def CsvSink(path: str, output_type: Any = None, **options: Any) -> FileSink:
+def CsvSink(path: str, output_type: Any = None, *, asset: Any = None, asset_name: Optional[str] = None,
+            **options: Any) -> FileSink:
     """CSV files in `path`, with a header line.
 
     Examples:
         >>> CsvSink("/data/totals").format
         'csv'
     """
-    return FileSink(path, "csv", output_type, options)
+    return FileSink(path, "csv", output_type, options, asset=asset, asset_name=asset_name)
 
 
-def JsonLinesSink(path: str) -> FileSink:
+def JsonLinesSink(path: str, *, asset: Any = None, asset_name: Optional[str] = None) -> FileSink:
     """JSON lines files in `path`: one standard JSON value per record.
 
     Examples:
         >>> JsonLinesSink("/data/events").format
         'json'
     """
-    return FileSink(path, "json")
+    return FileSink(path, "json", asset=asset, asset_name=asset_name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +152,7 @@ class SqlSink(Sink):
     def __post_init__(self) -> None:
         if (self.url is None) == (self.conn_id is None):
             raise ValueError(f"SqlSink({self.table!r}) needs exactly one of url= or conn_id=")
+        super().__post_init__()
 
     def describe(self) -> str:
         return f"SQL table {self.table} on {self.conn_id or _redact(self.url)}"

@@ -35,6 +35,15 @@ class Source:
     """
 
     parallel = True
+    #: The Airflow Asset this source is (an inlet of the chain task reading it): None
+    #: derives the URI from the source, a string overrides it, an object with `.uri`
+    #: (an Airflow `Asset`) gives URI and name, False makes it no asset.
+    asset: Any = field(default=None, kw_only=True)
+    #: The asset's name (Airflow's default: its URI).
+    asset_name: Optional[str] = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        normalize_asset(self, f"source {self.describe()!r}")
 
     def describe(self) -> str:
         """A short human description (shown in plans and the UI)."""
@@ -81,22 +90,25 @@ class FileSource(Source):
             raise ValueError(f"file source {self.path!r}: format must be one of {FILE_FORMATS}, got {self.format!r}")
         if not isinstance(self.path, str) or not self.path:
             raise ValueError(f"file source needs a non-empty path string, got {self.path!r}")
+        super().__post_init__()
 
     def describe(self) -> str:
         return f"{self.format} files at {self.path}"
 
 
-def ParquetSource(path: str, schema: Any = None, monitor: bool = False, **options: Any) -> FileSource:
+def ParquetSource(path: str, schema: Any = None, monitor: bool = False, *, asset: Any = None,
+                  asset_name: Optional[str] = None, **options: Any) -> FileSource:
     """Parquet files at `path`.
 
     Examples:
         >>> ParquetSource("/data/orders", schema={"id": "int64", "amount": "double"}).format
         'parquet'
     """
-    return FileSource(path, "parquet", schema, options, monitor)
+    return FileSource(path, "parquet", schema, options, monitor, asset=asset, asset_name=asset_name)
 
 
-def CsvSource(path: str, schema: Any = None, header: bool = True, monitor: bool = False, **options: Any) -> FileSource:
+def CsvSource(path: str, schema: Any = None, header: bool = True, monitor: bool = False, *, asset: Any = None,
+              asset_name: Optional[str] = None, **options: Any) -> FileSource:
     """CSV files at `path`, with a header line unless `header=False`; column types
     are inferred unless `schema` gives them.
 
@@ -104,17 +116,19 @@ def CsvSource(path: str, schema: Any = None, header: bool = True, monitor: bool 
         >>> CsvSource("/data/orders.csv", sep=";").options
         {'header': True, 'sep': ';'}
     """
-    return FileSource(path, "csv", schema, {"header": header, **options}, monitor)
+    return FileSource(path, "csv", schema, {"header": header, **options}, monitor, asset=asset,
+                      asset_name=asset_name)
 
 
-def JsonLinesSource(path: str, schema: Any = None, monitor: bool = False, **options: Any) -> FileSource:
+def JsonLinesSource(path: str, schema: Any = None, monitor: bool = False, *, asset: Any = None,
+                    asset_name: Optional[str] = None, **options: Any) -> FileSource:
     """JSON lines files at `path`: one JSON object per line, one dict per object.
 
     Examples:
         >>> JsonLinesSource("/data/orders/{{ ds }}").format
         'json'
     """
-    return FileSource(path, "json", schema, options, monitor)
+    return FileSource(path, "json", schema, options, monitor, asset=asset, asset_name=asset_name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,9 +153,29 @@ class SqlSource(Source):
     def __post_init__(self) -> None:
         if (self.url is None) == (self.conn_id is None):
             raise ValueError(f"SqlSource({self.query!r}) needs exactly one of url= or conn_id=")
+        super().__post_init__()
 
     def describe(self) -> str:
         return f"SQL query on {self.conn_id or _redact(self.url)}"
+
+
+def normalize_asset(descriptor: Any, where: str) -> None:
+    """Keep the asset override as plain strings (the plan is pickled and read by a
+    runtime that never imports Airflow): an Airflow `Asset` becomes its URI and name."""
+    asset = descriptor.asset
+    if asset is not None and asset is not False and not isinstance(asset, str):
+        uri, name = getattr(asset, "uri", None), getattr(asset, "name", None)
+        if not isinstance(uri, str):
+            raise ValueError(f"{where}: asset= must be a URI string, an Airflow Asset or False, got {asset!r}")
+        object.__setattr__(descriptor, "asset", uri)
+        if descriptor.asset_name is None and isinstance(name, str) and name != uri:
+            object.__setattr__(descriptor, "asset_name", name)
+    for value in (descriptor.asset, descriptor.asset_name):
+        if isinstance(value, str) and ("{{" in value or "{%" in value or not value.strip()):
+            raise ValueError(f"{where}: asset URI and name must be fixed, non-empty strings (Airflow resolves "
+                             f"assets when it parses the DAG), got {value!r}")
+    if asset is True:
+        raise ValueError(f"{where}: asset=True is not a URI; leave asset unset to derive it from the path or table")
 
 
 def _redact(url: Optional[str]) -> str:

@@ -4,6 +4,7 @@ Few runs on purpose (each spark-submit costs 10-60 s on a shared 2-core machine)
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -76,6 +77,17 @@ def test_orders_dag_matches_execute_and_chain_rerun_is_idempotent(airflow_home, 
     store = RunStore(f"sqlite:///{os.path.join(home, 'flinkchain_store.db')}")
     runs = store.list_runs("af_orders_keep")
     assert [r["state"] for r in runs if r["run_id"] == result["run_id"]] == ["success"]
+
+    # Each sink is an asset: one event per sink, emitted by the chain task that committed it.
+    con = sqlite3.connect(os.path.join(home, "airflow.db"))
+    events = con.execute("select e.source_task_id, e.extra from asset_event e where e.source_dag_id = "
+                         "'af_orders_keep' and e.source_run_id = ?", (result["run_id"],)).fetchall()
+    con.close()
+    by_operator = {json.loads(extra)["operator"]: (task, json.loads(extra)) for task, extra in events}
+    assert sorted(by_operator) == ["late_parquet", "region_parquet", "region_table"], events
+    assert by_operator["region_table"][0] == "orders.revenue_per_region"
+    assert by_operator["region_table"][1]["records_written"] == sum(airflow_sql[key].values())
+    assert by_operator["late_parquet"][1]["records_written"] == sum(rows(os.path.join(out, "late_per_customer")).values())
 
     # Re-run one chain of the finished run (what a retry or a clear does): same output, no duplicates.
     before = rows(os.path.join(out, "revenue_per_region"))
