@@ -45,6 +45,10 @@ class RecordWriter:
         return partitioned
 
     def broadcast_watermark(self, timestamp: int) -> None:
+        broadcast = getattr(self.channel_sink, "broadcast_watermark", None)
+        if broadcast is not None:  # a writer with a one-call path for all its channels
+            broadcast(timestamp)
+            return
         write_watermark = self.channel_sink.write_watermark
         for ch in range(self.num_channels):
             write_watermark(ch, timestamp)

@@ -96,6 +96,28 @@ class WatermarkValve:
         resumed = self.input_watermark_status(channel, False)
         return self.input_watermark(channel, MAX_WATERMARK_TS) or resumed
 
+    def merge_single(self, elements: Iterable[Any]) -> Iterator[Any]:
+        """merge() of a valve with one input channel: its elements without channel numbers, an
+        advancing watermark passed on as it is (the per-record path of STREAMING mode)."""
+        if self.num_input_channels != 1:
+            raise ValueError(f"merge_single needs a valve with one input channel, not {self.num_input_channels}")
+        wm_type, status_type = Watermark, WatermarkStatus
+        idle, marks = self._idle, self._channel_watermarks
+        for element in elements:
+            t = type(element)
+            if t is wm_type:
+                ts = element.timestamp
+                # one channel: its watermark is the combined one (input_watermark, inlined)
+                if ts > self.current_watermark and not idle[0]:
+                    marks[0] = self.current_watermark = ts
+                    yield element
+            elif t is status_type:
+                combined = self.input_watermark_status(0, element.idle)
+                if combined is not None:
+                    yield combined
+            else:
+                yield element
+
     def merge(self, pairs: Iterable[tuple[int, Any]]) -> Iterator[Any]:
         """Records (bare values or StreamRecords) pass through in order; per-channel
         Watermarks and WatermarkStatuses become combined watermarks when the minimum advances."""

@@ -104,10 +104,10 @@ class ChannelFileWriter:
             self.flush()
 
     def add_watermark(self, watermark: int) -> None:
-        self.watermarks.append([self.count + len(self.values), int(watermark)])
+        self.watermarks.append((self.count + len(self.values), int(watermark)))
 
     def add_watermark_status(self, idle: bool) -> None:
-        self.watermarks.append([self.count + len(self.values), _IDLE if idle else _ACTIVE])
+        self.watermarks.append((self.count + len(self.values), _IDLE if idle else _ACTIVE))
 
     def flush(self) -> None:
         if not self.values:
@@ -184,8 +184,14 @@ class DatasetWriter:
         self.channel(channel).add_watermark(watermark)
 
     def broadcast_watermark(self, watermark: int) -> None:
-        for k in range(self.num_channels):
-            self.channel(k).add_watermark(watermark)
+        """The same watermark to every channel (the per-record path of STREAMING mode)."""
+        channels = self.channels
+        if None in channels:
+            for k in range(self.num_channels):
+                self.channel(k)
+        watermark = int(watermark)
+        for w in channels:
+            w.watermarks.append((w.count + len(w.values), watermark))
 
     def write_watermark_status(self, channel: int, idle: bool) -> None:
         self.channel(channel).add_watermark_status(idle)
@@ -240,7 +246,9 @@ class ChannelFile:
             raise self._bad(f"could not be decoded ({type(exc).__name__}: {exc})") from None
 
     def _elements(self) -> Iterator:
-        pending = list(self.watermarks)
+        marks = self.watermarks
+        n_marks = len(marks)
+        m = 0  # next stored watermark (an index: the list may hold one entry per record)
         position = 0
         loads = pickle.loads
         for batch in self.file.iter_batches(batch_size=BATCH_ROWS):
@@ -254,16 +262,24 @@ class ChannelFile:
                 elements = values
             else:
                 elements = [v if t is None else StreamRecord(v, t) for v, t in zip(values, ts_col.to_pylist())]
-            if not pending:
-                yield from elements
+            end = position + len(elements)
+            if m == n_marks or marks[m][0] >= end:
+                yield from elements  # no watermark inside this batch
+                position = end
                 continue
-            for el in elements:
-                while pending and pending[0][0] <= position:
-                    yield _marker(pending.pop(0)[1])
-                yield el
-                position += 1
-        for _, wm in pending:
-            yield _marker(wm)
+            start = position
+            while m < n_marks and marks[m][0] < end:
+                at = marks[m][0]
+                if at > position:
+                    yield from elements[position - start:at - start]
+                    position = at
+                yield _marker(marks[m][1])
+                m += 1
+            yield from elements[position - start:]
+            position = end
+        while m < n_marks:
+            yield _marker(marks[m][1])
+            m += 1
 
 
 def _marker(mark: Any) -> Any:
@@ -308,6 +324,8 @@ def merged_input(files: list[ChannelFile]) -> Iterator:
             # the files are read one after the other: a channel idle from its start must not
             # hold back the watermark while the files before it are read
             valve.input_watermark_status(i, True)
+    if len(files) == 1:
+        return valve.merge_single(files[0].elements())
     return valve.merge((i, el) for i, f in enumerate(files) for el in f.elements())
 
 
