@@ -309,11 +309,13 @@ def open_channel(location: Location, dataset: str, channel: Optional[int],
     return [ChannelFile(location.fs, path, dataset, channel) for path in files]
 
 
-def merged_input(files: list[ChannelFile]) -> Iterator:
+def merged_input(files: list[ChannelFile], statuses: bool = False) -> Iterator:
     """The input of one downstream subtask: its channel files one after the other
     (deterministic: input edges in order, then upstream subtask order). When any
     file carries watermarks, they go through a WatermarkValve (one input
-    channel per file): the subtask's watermark is the minimum over its inputs."""
+    channel per file): the subtask's watermark is the minimum over its inputs.
+    `statuses`: also yield the combined WatermarkStatus when it changes (an input of a
+    two-input operator, which leaves an input that is idle as a whole out of its watermark)."""
     if not files:
         return iter(())
     if not any(f.watermarks for f in files):
@@ -325,8 +327,8 @@ def merged_input(files: list[ChannelFile]) -> Iterator:
             # hold back the watermark while the files before it are read
             valve.input_watermark_status(i, True)
     if len(files) == 1:
-        return valve.merge_single(files[0].elements())
-    return valve.merge((i, el) for i, f in enumerate(files) for el in f.elements())
+        return valve.merge_single(files[0].elements(), statuses)
+    return valve.merge(((i, el) for i, f in enumerate(files) for el in f.elements()), statuses)
 
 
 def read_records(location: Location, dataset: str) -> list:
