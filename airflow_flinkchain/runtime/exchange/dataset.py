@@ -250,7 +250,7 @@ class ChannelFile:
         n_marks = len(marks)
         m = 0  # next stored watermark (an index: the list may hold one entry per record)
         position = 0
-        loads = pickle.loads
+        loads, wm_type = pickle.loads, Watermark
         for batch in self.file.iter_batches(batch_size=BATCH_ROWS):
             if self.format == "pickle":
                 values = [loads(p) for p in batch.column(0).to_pylist()]
@@ -273,7 +273,8 @@ class ChannelFile:
                 if at > position:
                     yield from elements[position - start:at - start]
                     position = at
-                yield _marker(marks[m][1])
+                mark = marks[m][1]
+                yield wm_type(mark) if type(mark) is int else _marker(mark)
                 m += 1
             yield from elements[position - start:]
             position = end
