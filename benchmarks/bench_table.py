@@ -19,8 +19,8 @@ def _sec(s: dict) -> str:
 
 def _runs(report: dict) -> str:
     default = report["settings"]["repeat"]
-    per = {s: report[s].get("repeat") or default for s in ("runtime", "vectorized", "scale", "parse", "airflow", "flink",
-                                                           "eventtime", "state")
+    per = {s: report[s].get("repeat") or default
+           for s in ("runtime", "vectorized", "scale", "parse", "airflow", "flink", "eventtime", "join", "state")
            if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
            or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
     if len(set(per.values())) <= 1:
@@ -126,6 +126,16 @@ def table(report: dict) -> str:
         out.append("")
         if "records_per_s" not in fe:
             out.append(f"PyFlink (event time): {fe.get('status', 'not measured')}.\n")
+    jn = report.get("join")
+    if jn and "records_per_s" in jn:
+        out.append(f"| two inputs, {jn['records']:,} input records, {jn['keys']:,} keys, parallelism "
+                   f"{jn['parallelism']} | records/s | this ÷ keyed process |")
+        out.append("|---|---|---|")
+        for v, s in jn["records_per_s"].items():
+            ratio = jn["ratios"].get(f"{v}_over_keyed_process")
+            out.append(f"| {v.replace('_', ' ')}: {jn['shapes'][v]} | {_rps(s)} | "
+                       f"{'' if ratio is None else f'{ratio:.2f}'} |")
+        out.append("")
     if isinstance(report.get("state"), dict) and "runs" in report["state"]:
         out.append(state_table(report))
     fl = report.get("flink")

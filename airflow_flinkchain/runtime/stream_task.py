@@ -9,8 +9,9 @@ is read, and where records leaving the chain go.
 * In process (`runtime.local`): the exchange lives in memory.
 
 A two-input head (connect / broadcast) reads its in-edges as two inputs by their
-type number (1, 2), each merged through its own WatermarkValve, interleaved as
-`core.input_selection.TwoInputs` says (a broadcast input first).
+type number (1, 2), each merged through its own WatermarkValve (which also passes on
+the input's combined WatermarkStatus), interleaved as `core.input_selection.TwoInputs`
+says (a broadcast input first).
 
 The report is one JSON-able dict: {"subtask", "operators": [per-operator
 counters], "written": {edge id or sink key: records}, "error": message or
@@ -95,8 +96,8 @@ def two_inputs(job, chain, head, subtask: int, io: StreamTaskIO) -> TwoInputs:
     by_input: dict[int, list[str]] = {1: [], 2: []}
     for e in chain.in_edges:
         by_input[job.edge(e).stream_edge.type_number].append(e)
-    return TwoInputs(merged_input(io.input_channels(subtask, by_input[1])),
-                     merged_input(io.input_channels(subtask, by_input[2])),
+    return TwoInputs(merged_input(io.input_channels(subtask, by_input[1]), statuses=True),
+                     merged_input(io.input_channels(subtask, by_input[2]), statuses=True),
                      broadcast_first=head.two_input.broadcast)
 
 

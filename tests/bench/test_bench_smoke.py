@@ -75,6 +75,7 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
         assert stat["min"] <= stat["median"] <= stat["max"] and len(join["seconds"][variant]["samples"]) == 1
     assert join["output_records"] == join["expected_output_records"]  # every pipeline computed what it should
     assert set(join["ratios"]) == {"co_process_over_keyed_process", "interval_join_over_keyed_process"}
+    assert "| interval join: " in table(report)
 
     assert sorted(report["plots"]) == ["parse.png", "runtime.png"]
     for png in report["plots"]:

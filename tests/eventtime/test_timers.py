@@ -83,6 +83,36 @@ def test_processing_time_timers():
     assert len(rec.fired) == 1
 
 
+def test_quiescing_processing_time_drops_pending_timers_and_ignores_new_ones():
+    b, ts, rec = _service()
+    b.set_current_key("k")
+    ts.register_processing_time_timer(None, 100)
+    ts.register_event_time_timer(None, 7)
+    assert ts.quiesce_processing_time() == 1
+    ts.register_processing_time_timer(None, 200)
+    ts.advance_processing_time(10**15)
+    ts.advance_watermark(10)  # event time goes on
+    assert [(f[0], f[1]) for f in rec.fired] == [("event", 7)]
+    assert ts.num_processing_time_timers() == 0
+
+
+def test_key_end_fires_event_then_processing_timers_and_ignores_registrations_meanwhile():
+    b, ts, rec = _service()
+    b.set_current_key("k")
+    for t in (30, 10):
+        ts.register_event_time_timer(None, t)
+    ts.register_processing_time_timer(None, 5)
+    rec.on_fire = lambda timer: (ts.register_event_time_timer(None, timer.timestamp + 1),
+                                 ts.register_processing_time_timer(None, 1))
+    ts.fire_all_at_key_end()
+    assert [(f[0], f[1]) for f in rec.fired] == [("event", 10), ("event", 30), ("proc", 5)]
+    assert ts.num_event_time_timers() == ts.num_processing_time_timers() == 0
+    assert ts.current_watermark == MIN_WATERMARK_TS
+    rec.on_fire = None
+    ts.register_event_time_timer(None, 3)  # the next key registers again
+    assert ts.num_event_time_timers() == 1
+
+
 def test_snapshot_and_restore_filter_by_key_group():
     b, ts, rec = _service()
     keys = [f"k{i}" for i in range(30)]

@@ -131,3 +131,26 @@ def test_names_that_are_paths_are_refused_before_anything_runs(tmp_path, pipelin
     assert sorted(tmp_path.rglob("*")) == before
     with pytest.raises(UnsafeNameError):
         ExchangeArea(str(tmp_path / "ex"), pipeline_name, run_id)
+
+
+def test_watermarks_replay_at_their_positions_across_read_batches(tmp_path, monkeypatch):
+    """A watermark per record (STREAMING) on a file read in several batches: each one comes
+    back right after its record, also at batch boundaries and after the last record."""
+    import airflow_flinkchain.runtime.exchange.dataset as dataset
+
+    monkeypatch.setattr(dataset, "BATCH_ROWS", 4)
+    area = ExchangeArea(str(tmp_path), "dag", "r1")
+    records = [("-", "WM", 0)]
+    for i in range(1, 11):
+        records += [(0, i, i), ("-", "WM", i), ("-", "WM", 100 + i)] if i % 4 == 0 else [(0, i, i), ("-", "WM", i)]
+    _write_edge(area, "a1", "e", [records], channels=1)
+    (f,) = open_channel(area.edge("e"), "e", 0, 1)
+    expected = [Watermark(0)]
+    for i in range(1, 11):
+        expected += [StreamRecord(i, i), Watermark(i)] + ([Watermark(100 + i)] if i % 4 == 0 else [])
+    assert list(f.elements()) == expected
+    # one channel: the valve passes on only advancing watermarks
+    got = list(merged_input([f]))
+    assert got[:6] == [Watermark(0), StreamRecord(1, 1), Watermark(1), StreamRecord(2, 2), Watermark(2),
+                       StreamRecord(3, 3)]
+    assert Watermark(5) not in got and Watermark(104) in got

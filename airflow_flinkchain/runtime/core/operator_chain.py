@@ -35,7 +35,7 @@ from airflow_flinkchain.planner.jobgraph import JobGraph
 from airflow_flinkchain.runtime.core.batches import ColumnarInput, run_columnar
 from airflow_flinkchain.runtime.core.context import StreamingRuntimeContext
 from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMARK_TS, MIN_WATERMARK_TS, StreamRecord,
-                                                      TimestampCell, Watermark)
+                                                      TimestampCell, Watermark, WatermarkStatus)
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.input_selection import END_OF_INPUT, TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory, SubtaskCheckpoint
@@ -309,7 +309,8 @@ class OperatorChain:
         self._build_handlers()
         fast, timed = head.input_handlers(False), head.input_handlers(True)
         on_watermark = (None, head.process_watermark1, head.process_watermark2)
-        wm_type, record_type, end = Watermark, StreamRecord, END_OF_INPUT
+        on_status = (None, head.process_watermark_status1, head.process_watermark_status2)
+        wm_type, status_type, record_type, end = Watermark, WatermarkStatus, StreamRecord, END_OF_INPUT
         every, n = TIMING_SAMPLE_EVERY, 0
         stopping = self.checkpoint is not None and not self.checkpoint.drain
         try:  # element dispatch inlined on purpose for the per-record path, as in _process
@@ -317,6 +318,9 @@ class OperatorChain:
                 t = type(element)
                 if t is wm_type:
                     on_watermark[number](element)
+                    continue
+                if t is status_type:  # the input's combined status changed
+                    on_status[number](element)
                     continue
                 if element is end:
                     if stopping:  # a stream run that is not drained: the input does not end

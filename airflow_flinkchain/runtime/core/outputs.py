@@ -135,6 +135,7 @@ class RecordWriterOutput(Output):
         self.chain_name = chain_name
         self.subtask = subtask
         self._emitter: Optional[Emitter] = None
+        self._broadcast_watermark = record_writer.broadcast_watermark
 
     def fail(self, exc: BaseException, value: Any) -> None:
         """A partitioner or writer failure: raise it naming the edge's producer."""
@@ -163,7 +164,7 @@ class RecordWriterOutput(Output):
         return self._emit() if self.output_tag == tag_id else None
 
     def emit_watermark(self, watermark: Watermark) -> None:
-        self.record_writer.broadcast_watermark(watermark.timestamp)
+        self._broadcast_watermark(watermark.timestamp)
 
     def emit_watermark_status(self, status: WatermarkStatus) -> None:
         self.record_writer.broadcast_watermark_status(status.idle)

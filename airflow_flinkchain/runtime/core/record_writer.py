@@ -17,6 +17,8 @@ class RecordWriter:
         self.num_channels = num_channels
         self.channel_sink = channel_sink
         self.records_written = 0  # per channel choice; BROADCAST counts each copy
+        # a writer with a one-call path for all its channels (STREAMING: a watermark per record)
+        self.broadcast_watermark = getattr(channel_sink, "broadcast_watermark", None) or self._watermark_per_channel
 
     def emit(self, value: Any, timestamp: Optional[int] = None) -> None:
         """Slow path (tests, rare callers); the chain uses `emitter()`."""
@@ -44,7 +46,8 @@ class RecordWriter:
 
         return partitioned
 
-    def broadcast_watermark(self, timestamp: int) -> None:
+    def _watermark_per_channel(self, timestamp: int) -> None:
+        """broadcast_watermark(timestamp) of a writer without a one-call path."""
         write_watermark = self.channel_sink.write_watermark
         for ch in range(self.num_channels):
             write_watermark(ch, timestamp)

@@ -5,6 +5,14 @@ instance, each a priority queue of (timestamp, key, namespace) without duplicate
 `advance_watermark(t)` sets the current watermark, then fires every event-time timer with
 timestamp <= t in timestamp order, setting the timer's key as current key first; timers the
 callback registers at or below t fire in the same advance.
+
+End of input, as Java Flink:
+- STREAMING: `quiesce_processing_time()` (StreamOperatorWrapper quiesces the operator's
+  ProcessingTimeService before finishing it): pending processing-time timers never fire, and
+  later registrations are ignored.
+- BATCH: `fire_all_at_key_end()` (BatchExecutionInternalTimeService.setCurrentKey): the key's
+  event-time timers, then its processing-time timers, with the watermark at MAX; a timer
+  registered by those callbacks is ignored (the service is quiesced meanwhile).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import heapq
 import itertools
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
 
 TimerCallback = Callable[["InternalTimer"], None]
 
@@ -49,14 +57,17 @@ class InternalTimer:
 class TimerQueue:
     """Deduplicated min-queue of timers; deletion is lazy (a deleted heap entry is skipped)."""
 
-    __slots__ = ("_heap", "_live", "_seq")
+    __slots__ = ("_heap", "_live", "_seq", "quiesced")
 
     def __init__(self, seq: "itertools.count") -> None:
         self._heap: List[Tuple[int, int, Any, Any]] = []  # (timestamp, seq, key, namespace)
         self._live: Dict[Tuple[int, Any, Any], int] = {}  # (timestamp, key, namespace) -> seq
         self._seq = seq
+        self.quiesced = False  # registrations are ignored (Flink's quiesced timer service)
 
     def add(self, timestamp: int, key: Any, namespace: Any) -> bool:
+        if self.quiesced:
+            return False
         entry = (timestamp, key, namespace)
         if entry in self._live:
             return False
@@ -89,6 +100,10 @@ class TimerQueue:
 
     def __len__(self) -> int:
         return len(self._live)
+
+    def clear(self) -> None:
+        self._heap.clear()
+        self._live.clear()
 
     def entries(self) -> List[Tuple[int, Any, Any]]:
         """Live timers in firing order."""
@@ -155,6 +170,31 @@ class InternalTimerService:
             timer = queue.poll()
             self._keys.set_current_key(timer.key)
             self._target.on_processing_time(timer)
+
+    def quiesce_processing_time(self) -> int:
+        """STREAMING end of input: drop the pending processing-time timers (they never fire)
+        and ignore later registrations; returns how many were dropped."""
+        queue = self.processing_time_timers
+        dropped = len(queue)
+        queue.clear()
+        queue.quiesced = True
+        return dropped
+
+    def fire_all_at_key_end(self) -> None:
+        """BATCH end of a key: every event-time timer, then every processing-time timer, in
+        timestamp order, at the MAX watermark; registrations meanwhile are ignored."""
+        self.current_watermark = MAX_WATERMARK_TS
+        self.event_time_timers.quiesced = self.processing_time_timers.quiesced = True
+        try:
+            for queue, fire in ((self.event_time_timers, self._target.on_event_time),
+                                (self.processing_time_timers, self._target.on_processing_time)):
+                while queue.peek_timestamp() is not None:
+                    timer = queue.poll()
+                    self._keys.set_current_key(timer.key)
+                    fire(timer)
+        finally:
+            self.event_time_timers.quiesced = self.processing_time_timers.quiesced = False
+            self.current_watermark = MIN_WATERMARK_TS
 
     def num_event_time_timers(self) -> int:
         return len(self.event_time_timers)

@@ -9,6 +9,10 @@ pairs whose channel k it reads: number them 0..n-1 in any fixed way.
     for element in valve.merge(pairs):    # pairs: (input_channel, element)
         ...                                # records pass, watermarks are combined
 
+`merge(pairs, statuses=True)` also yields WatermarkStatus.IDLE / ACTIVE when the combined
+status changes (Flink's valve emits it downstream): a two-input operator needs to know when
+one of its inputs is idle as a whole.
+
 or element by element: `valve.input_watermark(channel, ts)` and
 `valve.input_watermark_status(channel, idle)` return the new combined Watermark
 or None; `valve.idle` is the combined status (idle when every channel is).
@@ -96,18 +100,52 @@ class WatermarkValve:
         resumed = self.input_watermark_status(channel, False)
         return self.input_watermark(channel, MAX_WATERMARK_TS) or resumed
 
-    def merge(self, pairs: Iterable[tuple[int, Any]]) -> Iterator[Any]:
-        """Records (bare values or StreamRecords) pass through in order; per-channel
-        Watermarks and WatermarkStatuses become combined watermarks when the minimum advances."""
+    def merge_single(self, elements: Iterable[Any], statuses: bool = False) -> Iterator[Any]:
+        """merge() of a valve with one input channel: its elements without channel numbers, an
+        advancing watermark passed on as it is (the per-record path of STREAMING mode)."""
+        if self.num_input_channels != 1:
+            raise ValueError(f"merge_single needs a valve with one input channel, not {self.num_input_channels}")
         wm_type, status_type = Watermark, WatermarkStatus
+        idle, marks = self._idle, self._channel_watermarks
+        if statuses and self.idle:
+            yield WatermarkStatus.IDLE
+        for element in elements:
+            t = type(element)
+            if t is wm_type:
+                ts = element.timestamp
+                # one channel: its watermark is the combined one (input_watermark, inlined)
+                if ts > self.current_watermark and not idle[0]:
+                    marks[0] = self.current_watermark = ts
+                    yield element
+            elif t is status_type:
+                yield from self._status(0, element.idle, statuses)
+            else:
+                yield element
+
+    def merge(self, pairs: Iterable[tuple[int, Any]], statuses: bool = False) -> Iterator[Any]:
+        """Records (bare values or StreamRecords) pass through in order; per-channel
+        Watermarks and WatermarkStatuses become combined watermarks when the minimum advances
+        (and, with `statuses`, the combined status when it changes)."""
+        wm_type, status_type = Watermark, WatermarkStatus
+        if statuses and self.idle:
+            yield WatermarkStatus.IDLE
         for channel, element in pairs:
             t = type(element)
             if t is wm_type:
                 combined = self.input_watermark(channel, element.timestamp)
+                if combined is not None:
+                    yield combined
             elif t is status_type:
-                combined = self.input_watermark_status(channel, element.idle)
+                yield from self._status(channel, element.idle, statuses)
             else:
                 yield element
-                continue
-            if combined is not None:
-                yield combined
+
+    def _status(self, channel: int, idle: bool, statuses: bool) -> Iterator[Any]:
+        """A channel's status: the combined watermark if it advanced, then (with `statuses`) the
+        combined status if it changed - Flink's order."""
+        was_idle = self.idle
+        combined = self.input_watermark_status(channel, idle)
+        if combined is not None:
+            yield combined
+        if statuses and self.idle != was_idle:
+            yield WatermarkStatus.IDLE if self.idle else WatermarkStatus.ACTIVE

@@ -120,10 +120,10 @@ class ChannelFileWriter:
         self.count += batch.num_rows
 
     def add_watermark(self, watermark: int) -> None:
-        self.watermarks.append([self.count + len(self.values), int(watermark)])
+        self.watermarks.append((self.count + len(self.values), int(watermark)))
 
     def add_watermark_status(self, idle: bool) -> None:
-        self.watermarks.append([self.count + len(self.values), _IDLE if idle else _ACTIVE])
+        self.watermarks.append((self.count + len(self.values), _IDLE if idle else _ACTIVE))
 
     def flush(self) -> None:
         if not self.values:
@@ -203,8 +203,14 @@ class DatasetWriter:
         self.channel(channel).add_watermark(watermark)
 
     def broadcast_watermark(self, watermark: int) -> None:
-        for k in range(self.num_channels):
-            self.channel(k).add_watermark(watermark)
+        """The same watermark to every channel (the per-record path of STREAMING mode)."""
+        channels = self.channels
+        if None in channels:
+            for k in range(self.num_channels):
+                self.channel(k)
+        watermark = int(watermark)
+        for w in channels:
+            w.watermarks.append((w.count + len(w.values), watermark))
 
     def write_watermark_status(self, channel: int, idle: bool) -> None:
         self.channel(channel).add_watermark_status(idle)
@@ -259,9 +265,11 @@ class ChannelFile:
             raise self._bad(f"could not be decoded ({type(exc).__name__}: {exc})") from None
 
     def _elements(self) -> Iterator:
-        pending = list(self.watermarks)
+        marks = self.watermarks
+        n_marks = len(marks)
+        m = 0  # next stored watermark (an index: the list may hold one entry per record)
         position = 0
-        loads = pickle.loads
+        loads, wm_type = pickle.loads, Watermark
         for batch in self.file.iter_batches(batch_size=BATCH_ROWS):
             if self.format == "pickle":
                 values = [loads(p) for p in batch.column(0).to_pylist()]
@@ -273,16 +281,25 @@ class ChannelFile:
                 elements = values
             else:
                 elements = [v if t is None else StreamRecord(v, t) for v, t in zip(values, ts_col.to_pylist())]
-            if not pending:
-                yield from elements
+            end = position + len(elements)
+            if m == n_marks or marks[m][0] >= end:
+                yield from elements  # no watermark inside this batch
+                position = end
                 continue
-            for el in elements:
-                while pending and pending[0][0] <= position:
-                    yield _marker(pending.pop(0)[1])
-                yield el
-                position += 1
-        for _, wm in pending:
-            yield _marker(wm)
+            start = position
+            while m < n_marks and marks[m][0] < end:
+                at = marks[m][0]
+                if at > position:
+                    yield from elements[position - start:at - start]
+                    position = at
+                mark = marks[m][1]
+                yield wm_type(mark) if type(mark) is int else _marker(mark)
+                m += 1
+            yield from elements[position - start:]
+            position = end
+        while m < n_marks:
+            yield _marker(marks[m][1])
+            m += 1
 
 
 def batch_elements(f: ChannelFile) -> Iterator:
@@ -346,11 +363,13 @@ def open_channel(location: Location, dataset: str, channel: Optional[int],
     return [ChannelFile(location.fs, path, dataset, channel) for path in files]
 
 
-def merged_input(files: list[ChannelFile]) -> Iterator:
+def merged_input(files: list[ChannelFile], statuses: bool = False) -> Iterator:
     """The input of one downstream subtask: its channel files one after the other
     (deterministic: input edges in order, then upstream subtask order). When any
     file carries watermarks, they go through a WatermarkValve (one input
-    channel per file): the subtask's watermark is the minimum over its inputs."""
+    channel per file): the subtask's watermark is the minimum over its inputs.
+    `statuses`: also yield the combined WatermarkStatus when it changes (an input of a
+    two-input operator, which leaves an input that is idle as a whole out of its watermark)."""
     if not files:
         return iter(())
     if not any(f.watermarks for f in files):
@@ -361,7 +380,9 @@ def merged_input(files: list[ChannelFile]) -> Iterator:
             # the files are read one after the other: a channel idle from its start must not
             # hold back the watermark while the files before it are read
             valve.input_watermark_status(i, True)
-    return valve.merge((i, el) for i, f in enumerate(files) for el in f.elements())
+    if len(files) == 1:
+        return valve.merge_single(files[0].elements(), statuses)
+    return valve.merge(((i, el) for i, f in enumerate(files) for el in f.elements()), statuses)
 
 
 def read_records(location: Location, dataset: str) -> list:

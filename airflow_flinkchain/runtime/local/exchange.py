@@ -46,6 +46,12 @@ class LocalChannelWriter(MemoryChannelWriter):
         self.channels[channel].append(StreamRecord(value, timestamp))
         self.records += 1
 
+    def broadcast_watermark(self, timestamp: int) -> None:
+        """One watermark object for every channel (watermarks are never mutated)."""
+        channels, wm = self.channels, Watermark(timestamp)
+        for ch in range(self.num_channels):
+            channels[ch].append(wm)
+
     def close(self) -> None:
         if self.schema is not None:
             for elements in self.channels.values():

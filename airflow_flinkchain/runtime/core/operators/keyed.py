@@ -18,8 +18,9 @@ They may override `on_event_time`, `on_processing_time` and `on_key_end(key)`.
 STREAMING (Flink's default operators): every record sets its key, then is processed at once.
 A watermark advances the timer service (event-time timers with timestamp <= watermark fire in
 timestamp order, then the watermark goes downstream). The MAX watermark at the end of bounded
-input fires every remaining event-time timer, then every processing-time timer (processing time
-is not simulated: those timers fire at the end of input, in timestamp order).
+input fires every remaining event-time timer; then, as Java Flink quiesces an operator's
+processing-time service before finishing it, pending processing-time timers are dropped
+(processing time is not simulated during the run: they never fire).
 
 BATCH (Flink's sort-based batch execution): the operator is its own sorting input. Records are
 buffered per key in memory (Flink's sorter spills to disk; here a subtask's keyed input must fit
@@ -28,7 +29,8 @@ order; Flink orders keys by their serialized bytes) and, at the end of input, re
 key in timestamp order (stable: records without timestamps keep their arrival order). No
 watermark reaches the operator's function before the end. When a key's records are done, its
 event-time timers fire (as under the MAX watermark; `current_watermark()` is MAX meanwhile),
-then its processing-time timers, then `on_key_end(key)`; then the backend drops the key's state
+then its processing-time timers (a timer registered meanwhile is ignored, as Flink's
+BatchExecutionInternalTimeService does), then `on_key_end(key)`; then the backend drops the key's state
 (Flink's BatchExecutionKeyedStateBackend holds one key at a time). Nothing is ever late.
 
 ReduceOperator: STREAMING emits the rolling result per record, stamped with the record's
@@ -278,12 +280,12 @@ class KeyedOperator(StreamOperator):
             self._fire_all_timers()
 
     def _fire_all_timers(self) -> None:
-        """Every remaining timer: event time as under the MAX watermark, then processing time
-        (whose timers may register more of either kind)."""
+        """STREAMING end of input: every remaining event-time timer (as under the MAX watermark),
+        then the processing-time service is quiesced, as Java Flink does before finishing an
+        operator: pending processing-time timers do not fire."""
         service = self.timer_service
-        while service.num_event_time_timers() or service.num_processing_time_timers():
-            service.advance_watermark(MAX_WATERMARK_TS)
-            service.advance_processing_time(MAX_WATERMARK_TS)
+        service.advance_watermark(MAX_WATERMARK_TS)
+        service.quiesce_processing_time()
 
     def _replay_batch(self) -> None:
         buffer = self._buffer
@@ -323,7 +325,7 @@ class KeyedOperator(StreamOperator):
     def end_key(self, key: Any) -> None:
         self.current_watermark = MAX_WATERMARK_TS
         try:
-            self._fire_all_timers()
+            self.timer_service.fire_all_at_key_end()
             self.on_key_end(key)
         finally:
             self.current_watermark = MIN_WATERMARK_TS

@@ -64,6 +64,9 @@ class SinkOperator(StreamOperator):
         if self.writer is not None:
             self.writer.close()
 
+    def process_watermark(self, watermark) -> None:
+        self.current_watermark = watermark.timestamp  # a sink has no output to pass it on to
+
     def dispose(self) -> None:
         if self.failed and self.writer is not None:
             abort = getattr(self.writer, "abort", None)

@@ -2,11 +2,15 @@
 
 A two-input operator is always a chain head (a chained operator has one input); the
 chain feeds it `(input number, element)` pairs (runtime/core/input_selection.py).
-Each input has its own watermark (its channels combined through one WatermarkValve
-upstream of here); the operator's watermark is the minimum of the two, and it moves
-on (timers fire, the watermark goes downstream) only when that minimum advances, as
-Flink's AbstractStreamOperator.processWatermark1/2. An input that ended counts as
-the MAX watermark.
+Each input has its own watermark and status (its channels combined through one
+WatermarkValve upstream of here); the operator's watermark is the minimum over the
+inputs that are not idle, and it moves on (timers fire, the watermark goes downstream)
+only when that minimum advances, as Flink's AbstractStreamOperator.processWatermark1/2
+and processWatermarkStatus1/2 (IndexedCombinedWatermarkStatus): an input that is idle
+as a whole (every channel IDLE) does not hold the other back; when both are idle the
+watermark is the higher of the two and the operator's output is IDLE until an input is
+active again (a watermark from an input makes it active). An input that ended counts
+as active with the MAX watermark.
 
 `input_handlers(timed)` is the pair (fn(value) for input 1, fn(value) for input 2);
 subclasses build it in `build_input_handlers`. `KeyedTwoInputOperator` adds the keyed
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.core.keys import key_getter
 from airflow_flinkchain.runtime.core.operators.base import StreamOperator, adapt_function
 from airflow_flinkchain.runtime.core.operators.keyed import KeyedOperator, _timestamp_or_min
@@ -33,6 +37,8 @@ class TwoInputStreamOperator(StreamOperator):
     def __init__(self, node, scope):
         super().__init__(node, scope)
         self._input_watermarks = [MIN_WATERMARK_TS, MIN_WATERMARK_TS]
+        self._input_idle = [False, False]
+        self.idle = False  # both inputs idle: the output is IDLE
         self._input_handlers: dict = {}
 
     def setup(self, runtime_context) -> None:
@@ -88,18 +94,43 @@ class TwoInputStreamOperator(StreamOperator):
     def process_watermark2(self, watermark: Watermark) -> None:
         self._input_watermark(1, watermark.timestamp)
 
+    def process_watermark_status1(self, status: WatermarkStatus) -> None:
+        self._input_status(0, status.idle)
+
+    def process_watermark_status2(self, status: WatermarkStatus) -> None:
+        self._input_status(1, status.idle)
+
     def end_of_input(self, input_number: int) -> None:
         """Input 1 or 2 has no more elements: it no longer holds the watermark back."""
         self._input_watermark(input_number - 1, MAX_WATERMARK_TS)
 
     def _input_watermark(self, index: int, timestamp: int) -> None:
         marks = self._input_watermarks
-        if timestamp <= marks[index]:
+        if timestamp <= marks[index] and not self._input_idle[index]:
             return
-        marks[index] = timestamp
-        combined = min(marks)
+        marks[index] = max(marks[index], timestamp)
+        self._input_idle[index] = False  # a watermark makes its input active
+        self._combine()
+
+    def _input_status(self, index: int, idle: bool) -> None:
+        if self._input_idle[index] != idle:
+            self._input_idle[index] = idle
+            self._combine()
+
+    def _combine(self) -> None:
+        """Flink's CombinedWatermarkStatus.updateCombinedWatermark: the minimum over the active
+        inputs, the maximum when both are idle; the watermark first, then a changed status."""
+        marks, idle = self._input_watermarks, self._input_idle
+        was_idle = self.idle
+        self.idle = idle[0] and idle[1]
+        if self.idle:
+            combined = max(marks)
+        else:
+            combined = min(m for m, i in zip(marks, idle) if not i)
         if combined > self.current_watermark:
             self.process_watermark(Watermark(combined))
+        if self.idle != was_idle:
+            self.output.emit_watermark_status(WatermarkStatus.IDLE if self.idle else WatermarkStatus.ACTIVE)
 
 
 class KeyedTwoInputOperator(TwoInputStreamOperator, KeyedOperator):

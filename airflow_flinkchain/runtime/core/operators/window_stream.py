@@ -155,7 +155,13 @@ class WindowStreamOperator(KeyedOperator):
 
     # ---- firings ----
     def process_watermark(self, watermark: Watermark) -> None:
-        self.guarded("window firing", lambda: KeyedOperator.process_watermark(self, watermark))
+        # guarded() inlined: this runs once per watermark, in STREAMING mode after every record
+        try:
+            KeyedOperator.process_watermark(self, watermark)
+        except ChainExecutionError:
+            raise
+        except Exception as exc:
+            raise self.error("window firing", exc) from exc
 
     def end_input(self) -> None:
         self.guarded("window firing", lambda: KeyedOperator.end_input(self))
