@@ -33,6 +33,7 @@ from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import CollectSink, FileSink
 from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource
 from airflow_flinkchain.runtime.core.elements import StreamRecord
+from airflow_flinkchain.runtime.core.metrics import utc_now_iso
 from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
@@ -57,9 +58,6 @@ def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict
     deliver_collected(job, result)
     return result
 
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class CollectWriter:
@@ -106,7 +104,7 @@ class LocalChainRun:
         job, chain = self.job, self.chain
         doc = {"pipeline": job.pipeline, "dag_id": job.pipeline, "run_id": self.run_id, "chain": chain.id,
                "attempt": "local", "spark_app_id": None, "state": "running", "error": None,
-               "started_at": _now(), "ended_at": None, "operators": [], "outputs": []}
+               "started_at": utc_now_iso(), "ended_at": None, "operators": [], "outputs": []}
         try:
             check_output_types(job, chain.id)
             self._check_connectors()
@@ -124,7 +122,7 @@ class LocalChainRun:
             doc["error"] = str(exc) or type(exc).__name__
             raise ChainRunError(doc["error"], doc) from exc
         finally:
-            doc["ended_at"] = _now()
+            doc["ended_at"] = utc_now_iso()
             for stage in self.stages.values():  # committed stages were moved away
                 if stage.exists():
                     stage.delete()
