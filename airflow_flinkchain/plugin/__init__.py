@@ -9,21 +9,30 @@ from airflow.plugins_manager import AirflowPlugin
 from airflow_flinkchain.plugin.app import URL_PREFIX, app
 
 CHAINS_TAB_ROUTE = "chains"
+RUN_CHAINS_TAB_ROUTE = "run-chains"  # url_routes are unique across all plugin views
 PIPELINES_NAV_ROUTE = "flinkchain-pipelines"
 
 
 class FlinkChainPlugin(AirflowPlugin):
     name = "flinkchain"
     fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "flinkchain"}]
-    # The Airflow UI shows external views in a same-origin iframe; {DAG_ID} is
-    # filled in for destination "dag". Every DAG gets the tab (the UI cannot ask
-    # us first), so DAGs without a pipeline get a friendly note.
+    # The Airflow UI shows external views in a same-origin iframe; {DAG_ID} and
+    # {RUN_ID} are filled in. Every DAG gets the tab (the UI cannot ask us first),
+    # so DAGs without a pipeline get a friendly note. The DAG run page gets the
+    # same page as a tab of its own; the page reads the run from the UI's address
+    # (the run page's run, else ?run_id=), see static/chains.js.
     external_views = [
         {
             "name": "Chains",
             "href": f"{URL_PREFIX}/ui/dag/{{DAG_ID}}",
             "destination": "dag",
             "url_route": CHAINS_TAB_ROUTE,
+        },
+        {
+            "name": "Chains",
+            "href": f"{URL_PREFIX}/ui/dag/{{DAG_ID}}?run_id={{RUN_ID}}",
+            "destination": "dag_run",
+            "url_route": RUN_CHAINS_TAB_ROUTE,
         },
         {
             "name": "Pipelines",
