@@ -14,6 +14,15 @@ from urllib.parse import quote
 
 from airflow_flinkchain import metrics_schema
 
+# The Airflow UI routes of the Chains tab on the DAG page and on the DAG run page (the
+# plugin's external views; a url_route is unique across all plugin views).
+CHAINS_TAB_ROUTE = "chains"
+RUN_CHAINS_TAB_ROUTE = "run-chains"
+
+# Characters a URL path segment may hold as they are (RFC 3986 pchar): the Airflow UI writes
+# run ids such as manual__2025-01-02T09:30:00+00:00 unencoded and compares addresses as text.
+PATH_SAFE = "!$&'()*+,;=:@"
+
 TEMPLATE = Template((Path(__file__).parent / "templates" / "page.html").read_text())
 
 
@@ -109,14 +118,15 @@ def pipelines_page(pipelines: list[dict]) -> str:
 
 def _pipeline_row(p: dict) -> str:
     # The Airflow UI routes of the DAG's Chains tab and of its latest run's.
-    dag = f"../../dags/{quote(p['dag_id'], safe='')}"
+    dag = f"../../dags/{quote(p['dag_id'], safe=PATH_SAFE)}"
     latest = p.get("latest_run")
     latest_html = (
         f'<span class="state {escape(latest["state"])}">{escape(latest["state"])}</span> '
-        + _airflow_link(f"{dag}/runs/{quote(latest['run_id'], safe='')}/plugin/chains", latest["run_id"])
+        + _airflow_link(f"{dag}/runs/{quote(latest['run_id'], safe=PATH_SAFE)}/plugin/{RUN_CHAINS_TAB_ROUTE}",
+                        latest["run_id"])
         if latest else '<span class="muted">none</span>'
     )
-    link = _airflow_link(f"{dag}/plugin/chains", p["dag_id"])
+    link = _airflow_link(f"{dag}/plugin/{CHAINS_TAB_ROUTE}", p["dag_id"])
     return (
         f"<tr><td>{link}</td>"
         f"<td>{escape(p['pipeline'])}</td><td>{p['chains']} / {p['operators']}</td>"

@@ -38,7 +38,7 @@ class Browser:
         port = self._debugging_port()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as answer:
             page = next(t for t in json.load(answer) if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30).__enter__()
         self._next_id = 0
         self.call("Page.enable")
         self.call("Runtime.enable")
@@ -124,6 +124,13 @@ class Browser:
     def click_at(self, x: float, y: float) -> None:
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    KEYS = {"ArrowDown": 40, "ArrowUp": 38, "Enter": 13}
+
+    def press(self, key: str) -> None:
+        """A key press on the focused element (a user gesture, like a click)."""
+        for kind in ("rawKeyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=self.KEYS[key])
 
     def click(self, element: str) -> None:
         """Click the element a JS expression (evaluated in the top page) yields, inside an

@@ -167,5 +167,5 @@ def test_nav_page_lists_pipelines_with_links_to_their_tabs(client, tokens):
     # Links into the Airflow UI, followed by airflow_frame.js inside the UI's sandboxed iframe
     # (which ignores target="_top").
     assert '<a href="../../dags/orders_dag/plugin/chains" data-airflow-link>orders_dag</a>' in page.text
-    assert '<a href="../../dags/orders_dag/runs/run_1/plugin/chains" data-airflow-link>run_1</a>' in page.text
+    assert '<a href="../../dags/orders_dag/runs/run_1/plugin/run-chains" data-airflow-link>run_1</a>' in page.text
     assert "target=" not in page.text and 'src="../static/airflow_frame.js"' in page.text

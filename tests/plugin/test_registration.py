@@ -12,7 +12,7 @@ def test_plugin_declares_a_dag_tab_and_a_nav_entry(airflow_env):
     tab = next(v for v in views if v.destination == "dag")
     assert tab.name == "Chains" and tab.href == "/flinkchain/ui/dag/{DAG_ID}"
     run_tab = next(v for v in views if v.destination == "dag_run")
-    assert run_tab.name == "Chains" and run_tab.href == "/flinkchain/ui/dag/{DAG_ID}?run_id={RUN_ID}"
+    assert run_tab.name == "Chains" and run_tab.href == "/flinkchain/ui/dag/{DAG_ID}"
     assert len({v.url_route for v in views}) == len(views)  # Airflow drops a view whose route is taken
     assert any(v.destination == "nav" for v in views)
     assert not getattr(FlinkChainPlugin, "appbuilder_views", [])  # would need the FAB provider

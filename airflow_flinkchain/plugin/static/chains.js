@@ -329,12 +329,16 @@
     return url.searchParams.get("run_id") || new URLSearchParams(location.search).get("run_id");
   }
 
+  // A run id in a path as the Airflow UI writes it (it compares addresses as text): only what a
+  // path segment may not hold is encoded (RFC 3986 pchar keeps sub-delims, ":" and "@").
+  const pathSegment = (text) => encodeURIComponent(text).replace(/%(24|26|2B|2C|3B|3D|3A|40)/gi, decodeURIComponent);
+
   // Choosing a run changes the address, so that the view can be shared: on the DAG run page
   // it goes to that run's page, elsewhere ?run_id= changes in place.
   function putRunInAddress(runId) {
     const url = AirflowFrame.address();
     if (RUN_PAGE.test(url.pathname)) {
-      url.pathname = url.pathname.replace(RUN_PAGE, (_, head, run, tail) => `${head}${encodeURIComponent(runId)}${tail}`);
+      url.pathname = url.pathname.replace(RUN_PAGE, (_, head, run, tail) => `${head}${pathSegment(runId)}${tail}`);
       AirflowFrame.navigate(url.href);
     } else {
       url.searchParams.set("run_id", runId);
