@@ -135,9 +135,10 @@ def test_the_run_follows_the_address_and_choosing_one_changes_it(stack, users):
         wait_for_tab(browser, RUNS[0])
 
 
-def test_times_and_layout(stack, users):
+def test_times_layout_and_source_sink_links(stack, users):
     """Operator times below a millisecond in µs, chain durations with their fraction of a
-    second, and the graph inside the frame: the frame is the only scrolling box."""
+    second, the graph inside the frame (the frame is the only scrolling box), and the
+    sources and sinks with their links, which land on the Airflow page they name."""
     with signed_in(stack, users["alice"]) as browser:
         browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}")
         wait_for_tab(browser, RUNS[1])
@@ -158,6 +159,16 @@ def test_times_and_layout(stack, users):
         assert [r.split("\t")[:3] for r in rows] == [
             ["SOURCE", "read_orders", "read_orders"], ["SINK", "write_totals", "by_customer"],
             ["SINK", "write_rejects", "write_rejects"]], rows
+        links = browser.eval(f"[...{DOC}.querySelectorAll('#endpoints a')].map(a => a.textContent)")
+        assert links == ["all assets"]
+        browser.click(f"{DOC}.querySelector('#endpoints a')")
+        browser.wait_for("location.pathname === '/assets'")
+        # Run 1's plan has no links: the column is not shown.
+        browser.eval("history.back()")
+        wait_for_tab(browser, RUNS[1])
+        choose_run(browser, RUNS[0])
+        wait_for_tab(browser, RUNS[0])
+        assert browser.eval(f"getComputedStyle({DOC}.querySelector('#endpoints th.links')).display") == "none"
 
 
 def test_a_user_without_access_reads_why(stack, users):

@@ -52,7 +52,11 @@ def seed_store(store) -> None:
     for chain in ("read_orders", "by_customer", "write_rejects"):
         store.record_attempt(metrics(dag_id=DAG, run_id=RUNS[0], chain=chain), try_number=1)
     store.finish_run(DAG, RUNS[0], ended_at="2025-01-01T10:01:00Z")
-    store.start_run(DAG, RUNS[1], plan=plan(), started_at="2025-01-02T10:00:00Z")
+    # The second run's plan gives a sink a link, as an integration (e.g. Airflow assets) would.
+    linked = plan()
+    sink = next(op for chain in linked["chains"] for op in chain["operators"] if op["key"] == "write_totals")
+    sink["links"] = [{"href": "assets", "text": "all assets"}]
+    store.start_run(DAG, RUNS[1], plan=linked, started_at="2025-01-02T10:00:00Z")
     for chain in ("read_orders", "by_customer", "write_rejects"):
         doc = metrics(dag_id=DAG, run_id=RUNS[1], chain=chain, scale=2)
         doc["started_at"], doc["ended_at"] = "2025-01-02T10:00:00.000Z", "2025-01-02T10:00:02.250Z"

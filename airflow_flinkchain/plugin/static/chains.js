@@ -237,10 +237,11 @@
   }
 
   // ---- sources and sinks: one row each, with a cell for links to their pages ------
-  // Links of a source or sink operator (e.g. its Airflow asset): [{href, text}], Airflow UI
-  // addresses relative to the Airflow root. None yet.
-  function endpointLinks(op, plan, run) {
-    return [];
+  // Links of a source or sink (e.g. to its Airflow asset): `links` of the operator in the plan
+  // or in the run's metrics, [{href, text}], hrefs being Airflow UI addresses relative to the
+  // Airflow root ("assets/12").
+  function endpointLinks(op, m) {
+    return [...(op.links || []), ...(m?.links || [])];
   }
 
   function renderEndpoints(plan, run) {
@@ -254,7 +255,7 @@
         if (op.kind !== "source" && op.kind !== "sink") continue;
         const m = (metrics?.operators || []).find((o) => o.key === op.key);
         const out = (metrics?.outputs || []).find((o) => o.sink === op.key);
-        const links = endpointLinks(op, plan, run);
+        const links = endpointLinks(op, m);
         anyLinks ||= links.length > 0;
         rows.push(el("tr", { "data-key": op.key }, [
           el("td", { class: "kind", text: op.kind }),
@@ -313,8 +314,14 @@
   }
 
   async function showRun(runId) {
-    if (!runId || !pipeline.runs.some((r) => r.run_id === runId)) { render(pipeline.plan, null, runId); return; }
-    const data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
+    let data = { run: null };
+    if (runId) {
+      try {
+        data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
+      } catch (error) {  // 404: a run Airflow has but the store not (yet): the plan alone
+        if (error.status !== 404) throw error;
+      }
+    }
     if (runId === following) render(data.plan || pipeline.plan, data.run, runId);  // not overtaken
   }
 
@@ -349,7 +356,7 @@
   function fillPicker(selected) {
     const options = pipeline.runs.map((r) => el("option", { value: r.run_id, text: `${r.run_id} · ${r.state}` }));
     if (selected && !pipeline.runs.some((r) => r.run_id === selected))
-      options.unshift(el("option", { value: selected, text: `${selected} · not recorded` }));
+      options.unshift(el("option", { value: selected, text: selected }));
     if (!options.length) options.push(el("option", { text: "no runs yet" }));
     picker.replaceChildren(...options);
     if (selected) picker.value = selected;
