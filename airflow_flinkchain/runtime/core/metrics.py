@@ -47,7 +47,7 @@ class OperatorMetrics:
                                "subtask": self.subtask, "side_outputs": dict(self.side_outputs)}
         for name in COUNTER_NAMES:
             doc[name] = getattr(self, name)
-        doc["time_ms"] = round(self.time_ms, 3)
+        doc["time_ms"] = round(self.time_ms, 6)  # a sink's few fast appends take well under 1 µs
         for name in GAUGE_NAMES:
             doc[name] = getattr(self, name)
         return doc
