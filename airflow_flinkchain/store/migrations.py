@@ -45,15 +45,13 @@ def _v2_operator_gauges(conn: Connection) -> None:
 
 def _v3_fractional_counters(conn: Connection) -> None:
     """Operator time keeps its fraction (a chain's operators may take under a millisecond).
-    SQLite keeps a REAL in a BIGINT column as it is: only typed backends change the column."""
+    SQLite keeps a REAL in a BIGINT column as it is; PostgreSQL gets the column retyped."""
     if conn.dialect.name == "sqlite":
         return
     table = schema.operator_metrics
     for name in FRACTIONAL_COUNTERS:
         kind = table.c[name].type.compile(dialect=conn.dialect)
-        conn.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN {name} TYPE {kind}"
-                          if conn.dialect.name == "postgresql" else
-                          f"ALTER TABLE {table.name} MODIFY {name} {kind} NOT NULL"))
+        conn.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN {name} TYPE {kind}"))
 
 
 STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_fractional_counters]
