@@ -147,9 +147,14 @@
     for (const g of gauges) if (m[g.name] != null) stats.append(gaugeStat(g, m[g.name]));
     row.append(stats);
     const share = Math.round((m.time_share || 0) * 1000) / 10;
-    row.append(el("div", { class: "timebar", title: `${share}% of the chain's operator time` }, [
+    // Time is sampled on records passing through the chain: records an operator only got
+    // otherwise (e.g. emitted by a reduce at the end of input) leave it without a sample.
+    const untimed = !m.time_ms && m.records_in > 0;
+    row.append(el("div", { class: "timebar", title: untimed
+      ? "no timing sample: its records did not pass through the sampled path (e.g. emitted at the end of input)"
+      : `${share}% of the chain's operator time` }, [
       el("div", { style: `width:${Math.min(100, share)}%` }),
-      el("span", { text: `${share}% · ${ms(m.time_ms)} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
+      el("span", { text: `${untimed ? "not timed" : `${share}% · ${ms(m.time_ms)}`} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
     ]));
     return row;
   }
