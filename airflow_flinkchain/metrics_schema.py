@@ -27,6 +27,8 @@ class Counter:
     description: str
     #: A record the operator took in and did not pass on (summed as "dropped").
     dropped: bool = False
+    #: Kept with its fraction (a float column; time below a millisecond is not 0).
+    fractional: bool = False
 
 
 COUNTERS: tuple[Counter, ...] = (
@@ -35,11 +37,14 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("dead_lettered", "dead-letter", "records sent to the dead-letter output", dropped=True),
     Counter("skipped", "skipped", "bad records skipped", dropped=True),
     Counter("filtered", "filtered", "records filtered out", dropped=True),
-    Counter("time_ms", "time", "operator time in milliseconds (sampled)"),
+    Counter("time_ms", "time", "operator time in milliseconds (sampled)", fractional=True),
 )
 
 #: Counter names in document order.
 COUNTER_NAMES: tuple[str, ...] = tuple(c.name for c in COUNTERS)
+
+#: Counters kept with their fraction (time).
+FRACTIONAL_COUNTERS: tuple[str, ...] = tuple(c.name for c in COUNTERS if c.fractional)
 
 #: Counters of records taken in and not passed on (filtered, skipped, dead-lettered).
 DROPPED_COUNTERS: tuple[str, ...] = tuple(c.name for c in COUNTERS if c.dropped)

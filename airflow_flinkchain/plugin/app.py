@@ -7,15 +7,19 @@
     GET /ui/pipelines                           the nav page listing pipelines
     GET /static/...                             JS/CSS (no CDN: works offline)
 
-Routes are plain `def`: the store is synchronous, FastAPI runs them in a thread pool."""
+Routes are plain `def`: the store is synchronous, FastAPI runs them in a thread pool.
+The API answers a refused request with Airflow's JSON error; the pages (shown in the
+Airflow UI's iframe) with a readable note."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import HTMLResponse
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_flinkchain.airflow.compat import store_url
 from airflow_flinkchain.plugin import pages
@@ -32,6 +36,18 @@ app = FastAPI(
     redoc_url=None,
 )
 app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _refused_page(request: Request, exc: StarletteHTTPException) -> Response:
+    # Airflow's auth dependencies raise 401/403 once a route matched, before it runs.
+    path = getattr(request.scope.get("route"), "path", "")
+    if exc.status_code in (401, 403) and path.startswith("/ui/"):
+        depth = path.count("/") - 1  # back from /ui/... to the app's root, then to Airflow's
+        html = pages.no_access_page(exc.status_code, request.path_params.get("dag_id"),
+                                    static="../" * depth + "static", home="../" * (depth + 1))
+        return HTMLResponse(html, status_code=exc.status_code)
+    return await http_exception_handler(request, exc)
 
 
 def _store() -> RunStore:

@@ -1,6 +1,7 @@
 """Server-side HTML of the plugin pages: a small shell (templates/page.html)
 filled with escaped values. The Chains tab's graph is drawn by static/chains.js
-from the JSON API; the note and the pipeline list need no script."""
+from the JSON API. Every page loads static/airflow_frame.js, which makes links
+work inside the Airflow UI's sandboxed iframe (see there)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,32 @@ import json
 from html import escape
 from pathlib import Path
 from string import Template
+from typing import Optional
 from urllib.parse import quote
 
 from airflow_flinkchain import metrics_schema
+
+# The Airflow UI routes of the Chains tab on the DAG page and on the DAG run page (the
+# plugin's external views; a url_route is unique across all plugin views).
+CHAINS_TAB_ROUTE = "chains"
+RUN_CHAINS_TAB_ROUTE = "run-chains"
+
+# Characters a URL path segment may hold as they are (RFC 3986 pchar): the Airflow UI writes
+# run ids such as manual__2025-01-02T09:30:00+00:00 unencoded and compares addresses as text.
+PATH_SAFE = "!$&'()*+,;=:@"
 
 TEMPLATE = Template((Path(__file__).parent / "templates" / "page.html").read_text())
 
 
 def _page(title: str, body: str, static: str, script: str = "") -> str:
+    script = f'<script src="{static}/airflow_frame.js"></script>' + script
     return TEMPLATE.substitute(title=escape(title), body=body, static=static, script=script)
+
+
+def _airflow_link(href: str, text: str) -> str:
+    """A link to a page of the Airflow UI (relative: works under a base_url sub-path);
+    airflow_frame.js follows it in the Airflow window when the page is in its iframe."""
+    return f'<a href="{escape(href)}" data-airflow-link>{escape(text)}</a>'
 
 
 def chains_page(dag_id: str, pipeline: str) -> str:
@@ -39,6 +57,13 @@ def chains_page(dag_id: str, pipeline: str) -> str:
     <span class="flag slow">slowest</span> most time in the chain ·
     <span class="flag lossy">lossiest</span> largest share of records dropped (filtered, skipped or dead-lettered).
   </p>
+  <section id="endpoints" class="endpoints" aria-label="sources and sinks" hidden>
+    <h2>Sources and sinks</h2>
+    <table class="endpoints">
+      <thead><tr><th>Kind</th><th>Name</th><th>Chain</th><th>Records</th><th>Path</th><th class="links">Links</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
   <noscript>This page needs JavaScript to draw the job graph.</noscript>
 </main>"""
     return _page(f"Chains · {dag_id}", body, "../../static", '<script src="../../static/chains.js"></script>')
@@ -53,6 +78,26 @@ def no_pipeline_page(dag_id: str) -> str:
   setup task.</p>
 </main>"""
     return _page(f"Chains · {dag_id}", body, "../../static")
+
+
+def no_access_page(status: int, dag_id: Optional[str], static: str, home: str) -> str:
+    """What a page of the plugin shows instead of Airflow's JSON error: 403 (the user may not
+    read the DAG) or 401 (not signed in, or the session ended)."""
+    if status == 401:
+        title, text = "Not signed in", (
+            "Your Airflow session has ended or you are not signed in. Sign in to Airflow again to see "
+            f"the chains. {_airflow_link(home, 'Go to Airflow')}")
+    else:
+        what = f"the DAG <code>{escape(dag_id)}</code>" if dag_id else "this page"
+        title, text = "No access", (
+            f"You do not have access to {what}, so its chains and run metrics are not shown. "
+            "Ask your Airflow administrator for read access to the DAG.")
+    body = f"""
+<main class="note no-access" data-status="{status}">
+  <h1>{title}</h1>
+  <p>{text}</p>
+</main>"""
+    return _page(title, body, static)
 
 
 def pipelines_page(pipelines: list[dict]) -> str:
@@ -72,15 +117,18 @@ def pipelines_page(pipelines: list[dict]) -> str:
 
 
 def _pipeline_row(p: dict) -> str:
+    # The Airflow UI routes of the DAG's Chains tab and of its latest run's.
+    dag = f"../../dags/{quote(p['dag_id'], safe=PATH_SAFE)}"
     latest = p.get("latest_run")
     latest_html = (
         f'<span class="state {escape(latest["state"])}">{escape(latest["state"])}</span> '
-        f'<span class="muted">{escape(latest["run_id"])}</span>' if latest else '<span class="muted">none</span>'
+        + _airflow_link(f"{dag}/runs/{quote(latest['run_id'], safe=PATH_SAFE)}/plugin/{RUN_CHAINS_TAB_ROUTE}",
+                        latest["run_id"])
+        if latest else '<span class="muted">none</span>'
     )
-    # The Airflow UI route of the DAG's Chains tab; _top leaves the plugin iframe.
-    href = f"../../dags/{quote(p['dag_id'], safe='')}/plugin/chains"
+    link = _airflow_link(f"{dag}/plugin/{CHAINS_TAB_ROUTE}", p["dag_id"])
     return (
-        f'<tr><td><a href="{href}" target="_top">{escape(p["dag_id"])}</a></td>'
+        f"<tr><td>{link}</td>"
         f"<td>{escape(p['pipeline'])}</td><td>{p['chains']} / {p['operators']}</td>"
         f"<td>{p['runs']}</td><td>{latest_html}</td></tr>"
     )

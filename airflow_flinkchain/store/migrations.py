@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.exc import DBAPIError
 
-from airflow_flinkchain.metrics_schema import GAUGE_NAMES
+from airflow_flinkchain.metrics_schema import FRACTIONAL_COUNTERS, GAUGE_NAMES
 from airflow_flinkchain.store import schema
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,18 @@ def _v2_operator_gauges(conn: Connection) -> None:
                               f"{column.type.compile(dialect=conn.dialect)}"))
 
 
-STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges]
+def _v3_fractional_counters(conn: Connection) -> None:
+    """Operator time keeps its fraction (a chain's operators may take under a millisecond).
+    SQLite keeps a REAL in a BIGINT column as it is; PostgreSQL gets the column retyped."""
+    if conn.dialect.name == "sqlite":
+        return
+    table = schema.operator_metrics
+    for name in FRACTIONAL_COUNTERS:
+        kind = table.c[name].type.compile(dialect=conn.dialect)
+        conn.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN {name} TYPE {kind}"))
+
+
+STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_fractional_counters]
 LATEST_VERSION = len(STEPS)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TypeVar
 from sqlalchemy import Connection, Engine, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES, lowest
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, FRACTIONAL_COUNTERS, GAUGE_NAMES, lowest
 from airflow_flinkchain.store import queries
 from airflow_flinkchain.store._util import canonical_json, plan_hash, to_db_time, utcnow
 from airflow_flinkchain.store.config import resolve_store_url
@@ -253,7 +253,8 @@ def _insert_metrics(conn: Connection, attempt_pk: int, operators: list[dict]) ->
             "attempt_pk": attempt_pk, "key": key, "subtask": subtask, "node_id": op.get("node_id"),
             "name": op.get("name"), **{c: 0 for c in COUNTER_NAMES}, **{g: None for g in GAUGE_NAMES}})
         for counter in COUNTER_NAMES:
-            row[counter] += int(op.get(counter) or 0)
+            value = op.get(counter) or 0
+            row[counter] += float(value) if counter in FRACTIONAL_COUNTERS else int(value)
         for gauge in GAUGE_NAMES:
             value = op.get(gauge)
             row[gauge] = lowest([row[gauge], int(value) if isinstance(value, (int, float)) else None])

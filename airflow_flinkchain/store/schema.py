@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    Double,
     ForeignKey,
     ForeignKeyConstraint,
     Integer,
@@ -21,7 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES
+from airflow_flinkchain.metrics_schema import COUNTER_NAMES, FRACTIONAL_COUNTERS, GAUGE_NAMES
 
 metadata = MetaData()
 
@@ -165,7 +166,8 @@ operator_metrics = _metrics_table(
     "flinkchain_operator_metrics",
     Column("node_id", Integer),
     Column("name", Text),
-    *(Column(name, BigInteger, nullable=False, default=0) for name in COUNTER_NAMES),
+    *(Column(name, Double if name in FRACTIONAL_COUNTERS else BigInteger, nullable=False, default=0)
+      for name in COUNTER_NAMES),
     *(Column(name, BigInteger) for name in GAUGE_NAMES),  # NULL: not measured (no watermark)
 )
 

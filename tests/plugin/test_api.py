@@ -43,6 +43,20 @@ def test_a_user_without_dag_access_gets_403(client, tokens, url):
     assert client.get(url, headers=auth(tokens["nobody"])).status_code == 403
 
 
+def test_refused_pages_say_so_in_words_and_the_api_in_json(client, tokens):
+    """The Airflow UI shows the pages in its iframe: a refusal is a readable note there,
+    with the page's stylesheet; the API keeps Airflow's JSON error."""
+    page = client.get(f"/ui/dag/{DAG}", headers=auth(tokens["nobody"]))
+    assert page.status_code == 403 and "text/html" in page.headers["content-type"]
+    assert "No access" in page.text and "You do not have access to the DAG <code>orders_dag</code>" in page.text
+    assert "detail" not in page.text and 'href="../../static/chains.css"' in page.text
+    signed_out = client.get("/ui/pipelines")
+    assert signed_out.status_code == 401 and "Not signed in" in signed_out.text
+    assert 'href="../static/chains.css"' in signed_out.text and 'href="../../" data-airflow-link' in signed_out.text
+    api = client.get(f"/api/pipelines/{DAG}", headers=auth(tokens["nobody"]))
+    assert api.status_code == 403 and api.json() == {"detail": "Forbidden"}
+
+
 def test_a_garbage_token_is_refused(client):
     assert client.get(f"/api/pipelines/{DAG}", headers=auth("not-a-jwt")).status_code in (401, 403)
 
@@ -150,4 +164,8 @@ def test_dag_ids_are_escaped_in_pages(client, tokens):
 def test_nav_page_lists_pipelines_with_links_to_their_tabs(client, tokens):
     page = client.get("/ui/pipelines", headers=auth(tokens["viewer"]))
     assert page.status_code == 200
-    assert 'href="../../dags/orders_dag/plugin/chains" target="_top"' in page.text
+    # Links into the Airflow UI, followed by airflow_frame.js inside the UI's sandboxed iframe
+    # (which ignores target="_top").
+    assert '<a href="../../dags/orders_dag/plugin/chains" data-airflow-link>orders_dag</a>' in page.text
+    assert '<a href="../../dags/orders_dag/runs/run_1/plugin/run-chains" data-airflow-link>run_1</a>' in page.text
+    assert "target=" not in page.text and 'src="../static/airflow_frame.js"' in page.text

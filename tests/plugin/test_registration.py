@@ -11,6 +11,9 @@ def test_plugin_declares_a_dag_tab_and_a_nav_entry(airflow_env):
     views = [ExternalViewResponse(**v) for v in FlinkChainPlugin.external_views]
     tab = next(v for v in views if v.destination == "dag")
     assert tab.name == "Chains" and tab.href == "/flinkchain/ui/dag/{DAG_ID}"
+    run_tab = next(v for v in views if v.destination == "dag_run")
+    assert run_tab.name == "Chains" and run_tab.href == "/flinkchain/ui/dag/{DAG_ID}"
+    assert len({v.url_route for v in views}) == len(views)  # Airflow drops a view whose route is taken
     assert any(v.destination == "nav" for v in views)
     assert not getattr(FlinkChainPlugin, "appbuilder_views", [])  # would need the FAB provider
 
@@ -25,4 +28,4 @@ def test_airflow_api_server_mounts_the_plugin(airflow_env, tokens):
     assert answer.status_code == 200 and "pipelines" in answer.json()
     plugins = client.get("/api/v2/plugins", headers={"Authorization": f"Bearer {tokens['admin']}"}).json()
     ours = next(p for p in plugins["plugins"] if p["name"] == "flinkchain")
-    assert {v["destination"] for v in ours["external_views"]} == {"dag", "nav"}
+    assert {v["destination"] for v in ours["external_views"]} == {"dag", "dag_run", "nav"}

@@ -89,8 +89,30 @@ def test_a_v1_store_gets_the_watermark_column(store_url):
     columns = {c["name"] for c in inspect(store.engine).get_columns("flinkchain_operator_metrics")}
     assert "watermark" in columns
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 2
+        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 3
     store.start_run("orders_dag", "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
     store.record_attempt(metrics(chain="by_customer"), try_number=1)
     chains = store.get_run_metrics("orders_dag", "run_1")["chains"]
     assert [c["watermark"] for c in chains if c["chain_id"] == "by_customer"] == [1200]
+
+
+def test_a_v2_store_keeps_operator_time_below_a_millisecond(store_url):
+    """Version 3 keeps the operator time's fraction: a store whose time column was an integer
+    (PostgreSQL rounded 0.25 ms to 0) is upgraded and then keeps microseconds."""
+    from tests.store.sample import metrics, plan
+
+    engine = RunStore(store_url).engine
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("ALTER TABLE flinkchain_operator_metrics ALTER COLUMN time_ms TYPE BIGINT"))
+        conn.execute(text("UPDATE flinkchain_schema_version SET version = 2"))
+    dispose_engines()
+    store = RunStore(store_url)
+    store.start_run("orders_dag", "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
+    doc = metrics(chain="by_customer")
+    for op in doc["operators"]:
+        op["time_ms"] = 0.125
+    store.record_attempt(doc, try_number=1)
+    [chain] = [c for c in store.get_run_metrics("orders_dag", "run_1")["chains"] if c["chain_id"] == "by_customer"]
+    subtasks = {o["key"]: o["subtasks"] for o in chain["operators"]}
+    assert {o["key"]: o["time_ms"] for o in chain["operators"]} == {k: 0.125 * n for k, n in subtasks.items()}

@@ -28,12 +28,31 @@
     return node;
   }
   const n = (value) => numberFormat.format(value || 0);
-  const ms = (value) => (value >= 1000 ? `${(value / 1000).toFixed(1)} s` : `${n(value)} ms`);
+  // A time in ms (operator times are sampled with µs precision, chain durations have ms):
+  // µs below a millisecond, three significant digits below a second, then s, min, h.
+  function ms(value) {
+    if (value == null) return "–";
+    if (value === 0) return "0 ms";
+    if (value < 1) return `${+(value * 1000).toPrecision(3)} µs`;
+    if (value < 1000) return `${+value.toPrecision(3)} ms`;
+    const s = value / 1000;
+    if (s < 60) return `${s.toFixed(s < 10 ? 2 : 1)} s`;
+    const min = Math.floor(s / 60);
+    if (min < 60) return `${min} min ${Math.round(s - min * 60)} s`;
+    return `${Math.floor(min / 60)} h ${min % 60} min`;
+  }
   const shortTime = (iso) => (iso ? iso.replace("T", " ").replace(/(\.\d+)?\+00:00$/, " UTC") : "–");
+
+  class ApiError extends Error {
+    constructor(status, detail) { super(detail); this.status = status; }
+  }
 
   async function getJSON(url) {
     const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
-    if (!response.ok) throw new Error(`${url}: ${response.status} ${response.statusText}`);
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      throw new ApiError(response.status, typeof body.detail === "string" ? body.detail : response.statusText);
+    }
     return response.json();
   }
 
@@ -128,9 +147,14 @@
     for (const g of gauges) if (m[g.name] != null) stats.append(gaugeStat(g, m[g.name]));
     row.append(stats);
     const share = Math.round((m.time_share || 0) * 1000) / 10;
-    row.append(el("div", { class: "timebar", title: `${share}% of the chain's operator time` }, [
+    // Time is sampled on records passing through the chain: records an operator only got
+    // otherwise (e.g. emitted by a reduce at the end of input) leave it without a sample.
+    const untimed = !m.time_ms && m.records_in > 0;
+    row.append(el("div", { class: "timebar", title: untimed
+      ? "no timing sample: its records did not pass through the sampled path (e.g. emitted at the end of input)"
+      : `${share}% of the chain's operator time` }, [
       el("div", { style: `width:${Math.min(100, share)}%` }),
-      el("span", { text: `${share}% · ${ms(m.time_ms)} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
+      el("span", { text: `${untimed ? "not timed" : `${share}% · ${ms(m.time_ms)}`} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
     ]));
     return row;
   }
@@ -217,11 +241,53 @@
     return label;
   }
 
-  // ---- page -----------------------------------------------------------------------
-  let shown = null;  // {plan, run} on screen, to redraw the edges on resize
+  // ---- sources and sinks: one row each, with a cell for links to their pages ------
+  // Links of a source or sink (e.g. to its Airflow asset): `links` of the operator in the plan
+  // or in the run's metrics, [{href, text}], hrefs being Airflow UI addresses relative to the
+  // Airflow root ("assets/12").
+  function endpointLinks(op, m) {
+    return [...(op.links || []), ...(m?.links || [])];
+  }
 
-  function render(plan, run) {
-    shown = { plan, run };
+  function renderEndpoints(plan, run) {
+    const section = document.getElementById("endpoints");
+    const byChain = new Map((run?.chains || []).map((c) => [c.chain_id, c]));
+    const rows = [];
+    let anyLinks = false;
+    for (const chain of plan.chains) {
+      const metrics = byChain.get(chain.id);
+      for (const op of chain.operators) {
+        if (op.kind !== "source" && op.kind !== "sink") continue;
+        const m = (metrics?.operators || []).find((o) => o.key === op.key);
+        const out = (metrics?.outputs || []).find((o) => o.sink === op.key);
+        const links = endpointLinks(op, m);
+        anyLinks ||= links.length > 0;
+        rows.push(el("tr", { "data-key": op.key }, [
+          el("td", { class: "kind", text: op.kind }),
+          el("td", { class: "op-name", text: op.name }),
+          el("td", { text: chain.id }),
+          el("td", { class: "n", text: m ? n(op.kind === "source" ? m.records_out : m.records_in) : "–" }),
+          el("td", { class: "path", text: out?.path || "" }),
+          el("td", { class: "links" }, links.map((l) => el("a", { href: new URL(l.href, airflowRoot()).href,
+                                                                    "data-airflow-link": "", text: l.text }))),
+        ]));
+      }
+    }
+    section.querySelector("tbody").replaceChildren(...rows);
+    section.classList.toggle("no-links", !anyLinks);
+    section.hidden = !rows.length;
+  }
+
+  // The Airflow UI's root: this page is <root>/flinkchain/ui/dag/<dag_id>.
+  const airflowRoot = () => new URL("../../../", location.href);
+
+  // ---- page -----------------------------------------------------------------------
+  let shown = null;  // {plan, run, runId} on screen, to redraw the edges on resize
+  let pipeline = null;
+  let following;  // the run shown or being loaded
+
+  function render(plan, run, runId) {
+    shown = { plan, run, runId };
     document.getElementById("plan-info").textContent =
       `${plan.chains.length} chains · ${plan.chains.reduce((s, c) => s + c.operators.length, 0)} operators · ` +
       `chaining: ${plan.strategy}`;
@@ -229,12 +295,18 @@
     graph.replaceChildren(...columnsOf(plan).map((column) =>
       el("div", { class: "column" }, column.map((chain) => chainBox(chain, plan, byChain.get(chain.id))))));
     drawEdges(plan, run);
-    renderSummary(run);
+    renderSummary(run, runId);
+    renderEndpoints(plan, run);
   }
 
-  function renderSummary(run) {
+  function renderSummary(run, runId) {
     const box = document.getElementById("run-summary");
-    if (!run) { box.replaceChildren(el("span", { class: "muted", text: "No run recorded yet: showing the plan only." })); return; }
+    if (!run) {
+      box.replaceChildren(el("span", { class: "muted", text: runId
+        ? `Run ${runId} has no record of its chains yet (its pipeline setup task has not run): showing the plan only.`
+        : "No run recorded yet: showing the plan only." }));
+      return;
+    }
     const items = [
       el("span", {}, ["Run ", el("b", { text: run.run_id }), " ", el("span", { class: `state ${run.state}`, text: run.state })]),
       el("span", {}, ["Started ", el("b", { text: shortTime(run.started_at) })]),
@@ -246,33 +318,99 @@
     box.replaceChildren(...items);
   }
 
-  async function showRun(pipeline, runId) {
-    if (!runId) { render(pipeline.plan, null); return; }
-    const data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
-    render(data.plan || pipeline.plan, data.run);
+  async function showRun(runId) {
+    let data = { run: null };
+    if (runId) {
+      try {
+        data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
+      } catch (error) {  // 404: a run Airflow has but the store not (yet): the plan alone
+        if (error.status !== 404) throw error;
+      }
+    }
+    if (runId === following) render(data.plan || pipeline.plan, data.run, runId);  // not overtaken
+  }
+
+  // The run the address asks for: the DAG run page's (/dags/<dag>/runs/<run>/plugin/chains),
+  // else ?run_id= of Airflow's address or of this page's.
+  const RUN_PAGE = /(\/dags\/[^/]+\/runs\/)([^/]+)(\/plugin\/)/;
+
+  function runOfAddress() {
+    const url = AirflowFrame.address();
+    const onRunPage = url.pathname.match(RUN_PAGE);
+    if (onRunPage) return decodeURIComponent(onRunPage[2]);
+    return url.searchParams.get("run_id") || new URLSearchParams(location.search).get("run_id");
+  }
+
+  // A run id in a path as the Airflow UI writes it (it compares addresses as text): only what a
+  // path segment may not hold is encoded (RFC 3986 pchar keeps sub-delims, ":" and "@").
+  const pathSegment = (text) => encodeURIComponent(text).replace(/%(24|26|2B|2C|3B|3D|3A|40)/gi, decodeURIComponent);
+
+  // Choosing a run changes the address, so that the view can be shared: on the DAG run page
+  // it goes to that run's page, elsewhere ?run_id= changes in place.
+  function putRunInAddress(runId) {
+    const url = AirflowFrame.address();
+    if (RUN_PAGE.test(url.pathname)) {
+      url.pathname = url.pathname.replace(RUN_PAGE, (_, head, run, tail) => `${head}${pathSegment(runId)}${tail}`);
+      AirflowFrame.navigate(url.href);
+    } else {
+      url.searchParams.set("run_id", runId);
+      AirflowFrame.navigate(url.href, { replace: true });
+    }
+  }
+
+  function fillPicker(selected) {
+    const options = pipeline.runs.map((r) => el("option", { value: r.run_id, text: `${r.run_id} · ${r.state}` }));
+    if (selected && !pipeline.runs.some((r) => r.run_id === selected))
+      options.unshift(el("option", { value: selected, text: selected }));
+    if (!options.length) options.push(el("option", { text: "no runs yet" }));
+    picker.replaceChildren(...options);
+    if (selected) picker.value = selected;
+    picker.disabled = !pipeline.runs.length;
+  }
+
+  async function follow(runId) {
+    following = runId;
+    app.dataset.ready = "false";
+    fillPicker(runId);
+    await showRun(runId);
+    app.dataset.run = runId || "";
+    app.dataset.ready = "true";  // for tests and screenshots
   }
 
   async function main() {
-    const pipeline = await getJSON(api);
-    const wanted = new URLSearchParams(location.search).get("run_id");
-    picker.replaceChildren(...pipeline.runs.map((r) =>
-      el("option", { value: r.run_id, text: `${r.run_id} · ${r.state}` })));
-    if (!pipeline.runs.length) picker.append(el("option", { text: "no runs yet" }));
-    const runId = pipeline.runs.some((r) => r.run_id === wanted) ? wanted : pipeline.runs[0]?.run_id;
-    if (runId) picker.value = runId;
-    picker.disabled = !pipeline.runs.length;
-    picker.addEventListener("change", () => showRun(pipeline, picker.value).catch(showError));
+    pipeline = await getJSON(api);
+    picker.addEventListener("change", () => {
+      const runId = picker.value;
+      if (runId !== following) follow(runId).catch(showError);
+      putRunInAddress(runId);
+    });
+    AirflowFrame.onAddressChange(() => {
+      const runId = runOfAddress() || pipeline.runs[0]?.run_id;
+      if (runId !== following) follow(runId).catch(showError);
+    });
     let resizeTimer;
     window.addEventListener("resize", () => {
       clearTimeout(resizeTimer);
       resizeTimer = setTimeout(() => shown && drawEdges(shown.plan, shown.run), 100);
     });
-    await showRun(pipeline, runId);
-    app.dataset.ready = "true";  // for tests and screenshots
+    await follow(runOfAddress() || pipeline.runs[0]?.run_id);
+  }
+
+  // What went wrong, in words (the API's JSON error is for programs).
+  function problem(error) {
+    if (error.status === 403)
+      return ["No access", `You do not have access to the DAG ${app.dataset.dagId}, so its chains and run ` +
+              "metrics are not shown. Ask your Airflow administrator for read access to the DAG."];
+    if (error.status === 401)
+      return ["Not signed in", "Your Airflow session has ended. Reload the page to sign in to Airflow again."];
+    if (error.status === 404) return ["Not found", error.message];
+    return ["Could not load the job graph", error.message];
   }
 
   function showError(error) {
-    graph.replaceChildren(el("p", { class: "error-box", text: `Could not load the job graph: ${error.message}` }));
+    const [title, text] = problem(error);
+    graph.replaceChildren(el("div", { class: "note error-box", "data-status": error.status || "" },
+                             [el("h2", { text: title }), el("p", { text })]));
     app.dataset.ready = "error";
   }
 

@@ -35,6 +35,7 @@ from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSourc
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
+from airflow_flinkchain.runtime.core.metrics import utc_now_iso
 from airflow_flinkchain.runtime.core.serialize import dumps_plan, loads_plan
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 from airflow_flinkchain.runtime.local.exchange import LocalChannelWriter, MemoryExchange
@@ -72,9 +73,6 @@ def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict
     deliver_collected(job, result)
     return result
 
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class CollectWriter:
@@ -123,7 +121,7 @@ class LocalChainRun:
         job, chain = self.job, self.chain
         doc = {"pipeline": job.pipeline, "dag_id": job.pipeline, "run_id": self.run_id, "chain": chain.id,
                "attempt": "local", "spark_app_id": None, "state": "running", "error": None,
-               "started_at": _now(), "ended_at": None, "operators": [], "outputs": []}
+               "started_at": utc_now_iso(), "ended_at": None, "operators": [], "outputs": []}
         try:
             check_output_types(job, chain.id)
             self._check_connectors()
@@ -145,7 +143,7 @@ class LocalChainRun:
                 self.step.discard()
             raise ChainRunError(doc["error"], doc) from exc
         finally:
-            doc["ended_at"] = _now()
+            doc["ended_at"] = utc_now_iso()
             for stage in self.stages.values():  # committed stages were moved away
                 if stage.exists():
                     stage.delete()

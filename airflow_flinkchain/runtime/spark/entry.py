@@ -61,10 +61,11 @@ def _overrides(text: Optional[str]) -> dict:
 
 def main(argv: Optional[list] = None) -> int:
     args = parse_args(argv)
+    from airflow_flinkchain.runtime.core.metrics import utc_now_iso
     from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location
     from airflow_flinkchain.runtime.spark.job import ChainRunError, run_chain
 
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = utc_now_iso()
     doc = None
     spark = None
     error = None
@@ -90,7 +91,7 @@ def main(argv: Optional[list] = None) -> int:
         doc = {"pipeline": None, "dag_id": args.dag_id, "run_id": args.run_id, "chain": args.chain,
                "attempt": args.attempt_id, "spark_app_id": spark.sparkContext.applicationId if spark else None,
                "state": "failed", "error": error, "started_at": started,
-               "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "operators": [], "outputs": []}
+               "ended_at": utc_now_iso(), "operators": [], "outputs": []}
         if args.dag_id:
             try:
                 ExchangeArea(args.exchange_root, args.dag_id, args.run_id).metrics(args.chain).write_text(

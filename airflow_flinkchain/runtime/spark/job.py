@@ -40,6 +40,7 @@ from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.connectors import ConnectorContext, sink_connector, source_reader
+from airflow_flinkchain.runtime.core.metrics import utc_now_iso
 from airflow_flinkchain.runtime.core.serialize import loads_plan
 from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, replace
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
@@ -59,9 +60,6 @@ class ChainRunResult:
     metrics: dict
     outputs: list = field(default_factory=list)
 
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _path_of(node, overrides: dict) -> str:
@@ -119,7 +117,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
     chain = job.chain(chain_id)
     doc = {"pipeline": job.pipeline, "dag_id": dag_id, "run_id": run_id, "chain": chain_id,
            "attempt": attempt_id, "spark_app_id": spark.sparkContext.applicationId, "state": "running",
-           "error": None, "started_at": _now(), "ended_at": None, "operators": [], "outputs": []}
+           "error": None, "started_at": utc_now_iso(), "ended_at": None, "operators": [], "outputs": []}
     attempt = area.attempt(chain_id, attempt_id)
     spec = None
     try:
@@ -160,7 +158,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             step.discard()
         raise ChainRunError(doc["error"], doc) from exc
     finally:
-        doc["ended_at"] = _now()
+        doc["ended_at"] = utc_now_iso()
         try:
             attempt.discard()
             # File sinks stage next to their target (same filesystem, rename commit): a failed

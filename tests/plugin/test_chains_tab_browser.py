@@ -1,0 +1,182 @@
+"""The Chains tab as a user meets it: the real Airflow 3 UI (api-server, auth on) in
+headless chromium, the plugin pages inside the UI's sandboxed iframe. Every link is
+clicked and where it lands checked; the run shown follows the UI's address and
+choosing one changes it; a user who may not read the DAG gets a note, not JSON."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
+
+from tests.plugin.browser import CHROMIUM, Browser
+from tests.plugin.dag_level_auth import OUTSIDER
+from tests.plugin.ui_stack import DAG, RUNS, UiStack, seed_store
+
+pytestmark = [pytest.mark.airflow, pytest.mark.browser]
+
+FRAME = "document.querySelector('iframe[title=\"Chains\"], iframe[title=\"Pipelines\"]')"
+DOC = f"{FRAME}.contentDocument"
+APP = f"{DOC}.getElementById('chains-app')"
+# The sandbox the Airflow UI gives plugin views (airflow/ui: ExternalView / PluginPage).
+UI_SANDBOX = "allow-scripts allow-same-origin allow-forms allow-downloads"
+
+
+def quoted(run_id: str, safe: str = "!$&'()*+,;=:@") -> str:
+    """A run id in an address as the Airflow UI writes it: in a path only what a path segment
+    may not hold is encoded; in the query (safe="") everything."""
+    return urllib.parse.quote(run_id, safe=safe)
+
+
+@pytest.fixture(scope="module")
+def users(auth_manager):
+    """Signed-in users (their `_token`, as Airflow's login issues it)."""
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    return {name: auth_manager.generate_jwt(SimpleAuthManagerUser(username=name, role=role))
+            for name, role in (("alice", "viewer"), (OUTSIDER, "viewer"), ("admin", "admin"))}
+
+
+@pytest.fixture(scope="module")
+def stack(airflow_env, plugin_store_url, users):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium not installed (make system-deps installs it)")
+    from airflow_flinkchain.store import RunStore
+
+    from tests.plugin.conftest import AIRFLOW_HOME
+
+    seed_store(RunStore())
+    stack = UiStack(AIRFLOW_HOME, dict(os.environ))
+    try:
+        stack.trigger_runs(users["admin"])
+        yield stack
+    finally:
+        stack.stop()
+
+
+def signed_in(stack, token: str) -> Browser:
+    browser = Browser(width=1280, height=800)
+    browser.set_cookie(stack.base, "_token", token)  # what Airflow's login sets
+    return browser
+
+
+def wait_for_tab(browser: Browser, run_id: str) -> None:
+    browser.wait_for(f"{APP}.dataset.ready === 'true' && {APP}.dataset.run === {run_id!r}")
+
+
+def choose_run(browser: Browser, run_id: str) -> None:
+    """Pick the run in the run picker with the keyboard, as a user does."""
+    steps = browser.eval(f"""(() => {{
+        const picker = {DOC}.getElementById('run-select');
+        picker.focus();
+        return [...picker.options].findIndex(o => o.value === {run_id!r}) - picker.selectedIndex;
+    }})()""")
+    for _ in range(abs(steps)):
+        browser.press("ArrowDown" if steps > 0 else "ArrowUp")
+
+
+def test_every_link_of_the_pipelines_page_lands_on_the_airflow_page(stack, users):
+    """The Pipelines page (Browse menu) links each DAG's Chains tab and its latest run's:
+    clicked inside the sandboxed iframe, each opens that page of the Airflow UI itself."""
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/plugin/flinkchain-pipelines")
+        browser.wait_for(f"{DOC}.querySelector('a[data-airflow-link]')")
+        assert browser.eval(f"{FRAME}.getAttribute('sandbox')") == UI_SANDBOX
+        links = browser.eval(f"[...{DOC}.querySelectorAll('a')].map(a => a.textContent)")
+        expected = {  # link text -> (Airflow UI address, the run the tab then shows)
+            DAG: (f"/dags/{DAG}/plugin/chains", RUNS[1]),
+            RUNS[1]: (f"/dags/{DAG}/runs/{quoted(RUNS[1])}/plugin/run-chains", RUNS[1]),
+            "other_dag": ("/dags/other_dag/plugin/chains", ""),
+        }
+        assert sorted(links) == sorted(expected)
+        for text, (address, run_id) in expected.items():
+            browser.open(f"{stack.base}/plugin/flinkchain-pipelines")
+            browser.wait_for(f"{DOC}.querySelector('a[data-airflow-link]')")
+            browser.click(f"[...{DOC}.querySelectorAll('a')].find(a => a.textContent === {text!r})")
+            landed = browser.wait_for(f"location.pathname.includes('/dags/') && location.pathname")
+            assert landed == address, text
+            # The Airflow UI itself shows the DAG's page with the Chains tab selected ...
+            browser.wait_for("[...document.querySelectorAll('a.active')].some(t => t.textContent.trim() === 'Chains')")
+            # ... and the tab the pipeline (and run) the link is about.
+            dag_id = address.split("/")[2]
+            browser.wait_for(f"{APP}.dataset.dagId === {dag_id!r} && {APP}.dataset.ready === 'true'")
+            assert browser.eval(f"{APP}.dataset.run") == run_id
+        # Back goes back to the Pipelines page, as after any link.
+        browser.eval("history.back()")
+        browser.wait_for("location.pathname.startsWith('/plugin/flinkchain-pipelines')")
+
+
+def test_the_run_follows_the_address_and_choosing_one_changes_it(stack, users):
+    with signed_in(stack, users["alice"]) as browser:
+        # The DAG's tab: the latest run, or ?run_id= of Airflow's address.
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains")
+        wait_for_tab(browser, RUNS[1])
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[0], safe='')}")
+        wait_for_tab(browser, RUNS[0])
+        assert f"<b>{RUNS[0]}</b>" in browser.eval(f"{DOC}.getElementById('run-summary').innerHTML")
+        choose_run(browser, RUNS[1])
+        wait_for_tab(browser, RUNS[1])
+        assert browser.location() == f"/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}"  # shareable
+        # The DAG run page has the tab too, showing that page's run; choosing another run
+        # goes to that run's page (Airflow's header follows).
+        browser.open(f"{stack.base}/dags/{DAG}/runs/{quoted(RUNS[0])}")
+        browser.wait_for("[...document.querySelectorAll('a')].some(a => a.textContent.trim() === 'Chains')")
+        browser.click("[...document.querySelectorAll('a')].find(a => a.textContent.trim() === 'Chains')")
+        browser.wait_for(f"location.pathname === '/dags/{DAG}/runs/{quoted(RUNS[0])}/plugin/run-chains'")
+        wait_for_tab(browser, RUNS[0])
+        choose_run(browser, RUNS[1])
+        browser.wait_for(f"location.pathname === '/dags/{DAG}/runs/{quoted(RUNS[1])}/plugin/run-chains'")
+        wait_for_tab(browser, RUNS[1])
+        browser.wait_for(f"document.title.startsWith({RUNS[1]!r})")
+        # The browser's back button brings the previous run back, in Airflow and in the tab.
+        browser.eval("history.back()")
+        browser.wait_for(f"location.pathname === '/dags/{DAG}/runs/{quoted(RUNS[0])}/plugin/run-chains'")
+        wait_for_tab(browser, RUNS[0])
+
+
+def test_times_layout_and_source_sink_links(stack, users):
+    """Operator times below a millisecond in µs, chain durations with their fraction of a
+    second, the graph inside the frame (the frame is the only scrolling box), and the
+    sources and sinks with their links, which land on the Airflow page they name."""
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}")
+        wait_for_tab(browser, RUNS[1])
+        sink = browser.eval(f"{DOC}.querySelector('#chain-write_rejects').innerText")
+        assert "62.5 µs" in sink and "2.25 s" in sink, sink
+        assert "0 ms" not in sink
+        sized = browser.eval(f"""(() => {{
+            const d = {DOC}, graph = d.getElementById('graph'), page = d.scrollingElement;
+            return {{graph: [graph.scrollWidth, graph.clientWidth, getComputedStyle(graph).overflowX],
+                     frame: [page.scrollWidth, page.clientWidth],
+                     ui: [document.scrollingElement.scrollHeight, document.scrollingElement.clientHeight]}};
+        }})()""")
+        assert sized["graph"][2] == "visible", sized  # no scrolling box of its own
+        assert sized["frame"][0] <= sized["frame"][1], sized  # no sideways scrolling at 1280 px
+        assert sized["ui"][0] <= sized["ui"][1], sized  # the Airflow page does not scroll
+        # Sources and sinks, by name, with room for their links.
+        rows = browser.eval(f"[...{DOC}.querySelectorAll('#endpoints tbody tr')].map(r => r.innerText)")
+        assert [r.split("\t")[:3] for r in rows] == [
+            ["SOURCE", "read_orders", "read_orders"], ["SINK", "write_totals", "by_customer"],
+            ["SINK", "write_rejects", "write_rejects"]], rows
+        links = browser.eval(f"[...{DOC}.querySelectorAll('#endpoints a')].map(a => a.textContent)")
+        assert links == ["all assets"]
+        browser.click(f"{DOC}.querySelector('#endpoints a')")
+        browser.wait_for("location.pathname === '/assets'")
+        # Run 1's plan has no links: the column is not shown.
+        browser.eval("history.back()")
+        wait_for_tab(browser, RUNS[1])
+        choose_run(browser, RUNS[0])
+        wait_for_tab(browser, RUNS[0])
+        assert browser.eval(f"getComputedStyle({DOC}.querySelector('#endpoints th.links')).display") == "none"
+
+
+def test_a_user_without_access_reads_why(stack, users):
+    with signed_in(stack, users[OUTSIDER]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains")
+        text = browser.wait_for(f"{DOC}.body.innerText.includes('No access') && {DOC}.body.innerText")
+        assert f"You do not have access to the DAG {DAG}" in text and "detail" not in text
+        # The DAGs they may read are listed and open as usual.
+        browser.open(f"{stack.base}/plugin/flinkchain-pipelines")
+        browser.wait_for(f"{DOC}.querySelector('a[data-airflow-link]')")
+        assert browser.eval(f"[...{DOC}.querySelectorAll('a')].map(a => a.textContent)") == ["other_dag"]

@@ -1,0 +1,137 @@
+"""A real Airflow api-server (SimpleAuthManager, auth on) serving the Airflow 3 UI and the
+plugin, for the browser tests: the plugin tests' AIRFLOW_HOME, three plain DAGs
+serialized into the metadata DB (no dag-processor, no scheduler: nothing runs), two DAG
+runs of `orders_dag` created through the REST API, and the run store seeded with the
+same runs. Much faster than a scheduler run through Spark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DAG_FILE = '''
+from datetime import datetime
+
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG
+
+for dag_id in ("orders_dag", "other_dag", "plain_dag"):
+    with DAG(dag_id, schedule=None, start_date=datetime(2025, 1, 1), catchup=False) as dag:
+        EmptyOperator(task_id="work")
+    globals()[dag_id] = dag
+'''
+REPO = Path(__file__).resolve().parents[2]
+DAG = "orders_dag"
+RUNS = ("manual__run_1", "manual__run_2+late")  # run_2 is the latest; its id needs URL-encoding
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _airflow(env: dict, *args: str, timeout: float = 300) -> str:
+    exe = str(Path(sys.executable).parent / "airflow")
+    done = subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"airflow {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def seed_store(store) -> None:
+    """Two runs of orders_dag (the second has a failed chain retried, operator times below a
+    millisecond and durations with a fraction of a second) and a plan for other_dag."""
+    from tests.store.sample import metrics, plan
+
+    store.start_run(DAG, RUNS[0], plan=plan(), started_at="2025-01-01T10:00:00Z")
+    for chain in ("read_orders", "by_customer", "write_rejects"):
+        store.record_attempt(metrics(dag_id=DAG, run_id=RUNS[0], chain=chain), try_number=1)
+    store.finish_run(DAG, RUNS[0], ended_at="2025-01-01T10:01:00Z")
+    # The second run's plan gives a sink a link, as an integration (e.g. Airflow assets) would.
+    linked = plan()
+    sink = next(op for chain in linked["chains"] for op in chain["operators"] if op["key"] == "write_totals")
+    sink["links"] = [{"href": "assets", "text": "all assets"}]
+    store.start_run(DAG, RUNS[1], plan=linked, started_at="2025-01-02T10:00:00Z")
+    for chain in ("read_orders", "by_customer", "write_rejects"):
+        doc = metrics(dag_id=DAG, run_id=RUNS[1], chain=chain, scale=2)
+        doc["started_at"], doc["ended_at"] = "2025-01-02T10:00:00.000Z", "2025-01-02T10:00:02.250Z"
+        if chain == "write_rejects":
+            for op in doc["operators"]:
+                op["time_ms"] = 0.0625  # 62.5 µs per subtask
+        store.record_attempt(doc, try_number=1)
+    store.finish_run(DAG, RUNS[1], ended_at="2025-01-02T10:00:30Z")
+    store.record_plan("other_dag", plan(pipeline="other"))
+
+
+class UiStack:
+    """`airflow api-server` on a free loopback port; `base` is its URL."""
+
+    def __init__(self, home: Path, env: dict):
+        dags = home / "ui-dags"
+        dags.mkdir(exist_ok=True)
+        (dags / "flinkchain_ui_dags.py").write_text(DAG_FILE)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **env,
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__BASE_URL": self.base,
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+            # SimpleAuthManager plus one DAG-level rule (the "outsider" may not read orders_dag).
+            "AIRFLOW__CORE__AUTH_MANAGER": "tests.plugin.dag_level_auth.DagLevelSimpleAuthManager",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        }
+        _airflow(self.env, "dags", "reserialize")
+        self.log_path = home / "ui-api-server.log"
+        self.log = self.log_path.open("w")
+        exe = str(Path(sys.executable).parent / "airflow")
+        self.proc = subprocess.Popen([exe, "api-server", "--port", str(self.port)], env=self.env,
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_until_serving()
+
+    def _wait_until_serving(self, timeout: float = 180) -> None:
+        import urllib.request
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{self.base}/api/v2/monitor/health", timeout=5):
+                    return
+            except OSError:
+                time.sleep(1)
+        self.stop()
+        raise AssertionError("the api-server did not start:\n" + self.log_path.read_text()[-4000:])
+
+    def trigger_runs(self, token: str) -> None:
+        """The DAG runs of RUNS, through Airflow's REST API (queued: no scheduler runs them)."""
+        import json
+        import urllib.request
+
+        for run_id in RUNS:
+            request = urllib.request.Request(
+                f"{self.base}/api/v2/dags/{DAG}/dagRuns", method="POST",
+                data=json.dumps({"dag_run_id": run_id, "logical_date": None}).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 200, answer.read()
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=30)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
