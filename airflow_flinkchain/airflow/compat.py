@@ -104,3 +104,22 @@ __all__ = [
     "store_url",
     "teardown",
 ]
+
+
+def asset_ids(refs: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """{(name, uri): id} of the assets Airflow knows among `refs` (the id addresses its
+    asset page, `assets/{id}`). Reads the metadata database: only in the api-server or a
+    task, never at parse time."""
+    if not refs:
+        return {}
+    from sqlalchemy import select
+
+    from airflow.models.asset import AssetModel
+    from airflow.utils.session import create_session
+
+    uris = sorted({uri for _name, uri in refs})
+    with create_session() as session:
+        rows = session.execute(select(AssetModel.id, AssetModel.name, AssetModel.uri)
+                               .where(AssetModel.uri.in_(uris))).all()
+    wanted = set(refs)
+    return {(name, uri): id_ for id_, name, uri in rows if (name, uri) in wanted}

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_flinkchain.airflow.compat import store_url
 from airflow_flinkchain.plugin import pages
+from airflow_flinkchain.plugin.asset_links import add_asset_links
 from airflow_flinkchain.plugin.auth import GetUserDep, can_read_dag, readable_dag_ids
 from airflow_flinkchain.store import RunStore
 
@@ -67,6 +68,7 @@ def get_pipeline(dag_id: str) -> dict:
     pipeline = _store().get_pipeline(dag_id)
     if pipeline is None:
         raise HTTPException(404, f"DAG {dag_id!r} has no flinkchain pipeline recorded")
+    add_asset_links(pipeline.get("plan"))
     return pipeline
 
 
@@ -77,7 +79,7 @@ def get_run(dag_id: str, run_id: str) -> dict:
     if run is None:
         raise HTTPException(404, f"no run {run_id!r} recorded for DAG {dag_id!r}")
     plan = store.get_plan(dag_id, run["plan_hash"]) if run["plan_hash"] else None
-    return {"run": run, "plan": plan}
+    return {"run": run, "plan": add_asset_links(plan)}
 
 
 @app.get("/ui/dag/{dag_id}", response_class=HTMLResponse, dependencies=[can_read_dag])

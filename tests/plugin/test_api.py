@@ -169,3 +169,25 @@ def test_nav_page_lists_pipelines_with_links_to_their_tabs(client, tokens):
     assert '<a href="../../dags/orders_dag/plugin/chains" data-airflow-link>orders_dag</a>' in page.text
     assert '<a href="../../dags/orders_dag/runs/run_1/plugin/run-chains" data-airflow-link>run_1</a>' in page.text
     assert "target=" not in page.text and 'src="../static/airflow_frame.js"' in page.text
+
+
+def test_sources_and_sinks_link_to_the_assets_airflow_knows(client, tokens, seeded):
+    """plan["assets"] (recorded by the setup task) becomes `links` to Airflow's asset pages,
+    by the asset ids of the metadata DB; an asset Airflow has not registered gets none."""
+    from airflow.models.asset import AssetModel
+    from airflow.utils.session import create_session
+
+    assets = [{"operator": "read_orders", "chain": "read_orders", "role": "source",
+               "uri": "file:///data/orders", "name": "orders.raw"},
+              {"operator": "write_totals", "chain": "by_customer", "role": "sink",
+               "uri": "file:///data/totals", "name": "orders.totals"}]
+    seeded.record_plan("asset_links_dag", plan(pipeline="with_assets", assets=assets))
+    with create_session() as session:
+        row = AssetModel(name="orders.totals", uri="file:///data/totals")
+        session.add(row)
+        session.flush()
+        totals_id = row.id
+    answer = client.get("/api/pipelines/asset_links_dag", headers=auth(tokens["viewer"])).json()
+    ops = {op["key"]: op for chain in answer["plan"]["chains"] for op in chain["operators"]}
+    assert ops["write_totals"]["links"] == [{"href": f"assets/{totals_id}", "text": "orders.totals"}]
+    assert "links" not in ops["read_orders"]  # not registered in Airflow (yet)
