@@ -15,7 +15,7 @@ from airflow.sdk import DAG, Asset
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.airflow.assets import asset_of, asset_uri, event_extra, file_uri, plan_assets
 from airflow_flinkchain.airflow.lineage import dataset_name, operator_lineage
-from airflow_flinkchain.io import CollectSink, CsvSink, JsonLinesSource, ParquetSink, ParquetSource, SqlSink, SqlSource
+from airflow_flinkchain.io import CollectSink, CsvSink, JsonLinesSink, JsonLinesSource, ParquetSink, ParquetSource, SqlSink, SqlSource
 from af_pipelines import linear
 
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
@@ -200,3 +200,27 @@ def test_sink_events_get_their_extra_and_an_uncommitted_sink_fails_the_task():
     assert events[Asset("file:///data/out/*/per_user")].extra["records_written"] == 3
     with pytest.raises(AirflowException, match="sink 'write' reported no commit"):
         op._annotate_asset_events({"outlet_events": OutletEventAccessors()}, Run, {"outputs": []}, "chain per_user")
+
+
+def test_a_stream_pipeline_is_scheduled_on_the_asset_its_producer_writes(tmp_path):
+    """A producer pipeline writes a new folder of JSON lines per run under /landing/clicks; a
+    stream pipeline monitors that folder. Naming both ends the same asset makes the producer's
+    commit (its asset event) start the stream pipeline's next run, which reads just the new
+    files (stream runs, docs/stream-runs.md)."""
+    landing = str(tmp_path / "landing" / "clicks")
+    producer = StreamPipeline("producer")
+    (producer.from_collection([{"user": "a", "ts": 1}])
+     .sink_to(JsonLinesSink(landing + "/{{ run_key }}", asset=f"file://{landing}"), name="land"))
+    monitored = JsonLinesSource(landing, monitor=True)
+    stream = StreamPipeline("clicks", runtime_mode="streaming", checkpoint_dir=str(tmp_path / "ckpt"))
+    stream.from_source(monitored, name="clicks").sink_to(CollectSink("out"), name="out")
+
+    with DAG("producer", schedule=None, start_date=START, catchup=False) as producer_dag:
+        producer.to_airflow()
+    with DAG("clicks", schedule=[asset_of(monitored)], start_date=START, catchup=False) as stream_dag:
+        stream.to_airflow()
+    outlets = {a.uri for t in producer_dag.tasks for a in (t.outlets or []) if isinstance(a, Asset)}
+    inlets = {a.uri for t in stream_dag.tasks for a in (t.inlets or []) if isinstance(a, Asset)}
+    assert outlets == inlets == {f"file://{landing}"}
+    # Airflow triggers the stream DAG on exactly that asset
+    assert [a.uri for a in stream_dag.timetable.asset_condition.objects] == [f"file://{landing}"]
