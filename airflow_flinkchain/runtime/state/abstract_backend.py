@@ -64,6 +64,29 @@ def kind_of(descriptor: StateDescriptor) -> str:
     return kind
 
 
+
+class AggregatingStateLogic:
+    """AggregatingState over a backend's single-entry primitives (`_get_value`/`_set_value`
+    of the accumulator): the same for the heap and the RocksDB backend."""
+
+    __slots__ = ()
+
+    def get(self) -> Any:
+        acc = self._get_value()
+        return None if acc is None else self._agg.get_result(acc)
+
+    def get_accumulator(self) -> Any:
+        return self._get_value()
+
+    def add(self, value: Any) -> None:
+        acc = self._get_value()
+        if acc is None:
+            acc = self._agg.create_accumulator()
+        self._set_value(self._agg.add(value, acc))
+
+    def merge_values(self, a: Any, b: Any) -> Any:
+        return self._agg.merge(a, b)
+
 class Ttl:
     """The TTL settings of one state, resolved once."""
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from airflow_flinkchain.runtime.state.abstract_backend import (
     AbstractKeyedStateBackend,
+    AggregatingStateLogic,
     Ttl,
     kind_of,
     restored_entry,
@@ -175,29 +176,13 @@ class HeapReducingState(_HeapState, ReducingState):
         return self._reduce(a, b)
 
 
-class HeapAggregatingState(_HeapState, AggregatingState):
+class HeapAggregatingState(_HeapState, AggregatingStateLogic, AggregatingState):
     __slots__ = ("_agg",)
     kind = "aggregating"
 
     def __init__(self, backend, table):
         super().__init__(backend, table)
         self._agg = table.descriptor.get_agg_function()
-
-    def get(self) -> Any:
-        acc = self._get_value()
-        return None if acc is None else self._agg.get_result(acc)
-
-    def get_accumulator(self) -> Any:
-        return self._get_value()
-
-    def add(self, value: Any) -> None:
-        acc = self._get_value()
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        self._set_value(self._agg.add(value, acc))
-
-    def merge_values(self, a: Any, b: Any) -> Any:
-        return self._agg.merge(a, b)
 
 
 class HeapListState(_HeapState, ListState):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
+from airflow_flinkchain.runtime.state.abstract_backend import AggregatingStateLogic
 from airflow_flinkchain.runtime.state.key_serializer import frame, serialize_key
 from airflow_flinkchain.state import AggregatingState, ListState, MapState, ReducingState, ValueState
 
@@ -138,29 +139,13 @@ class RocksDBReducingState(_RocksState, ReducingState):
         return self._reduce(a, b)
 
 
-class RocksDBAggregatingState(_RocksState, AggregatingState):
+class RocksDBAggregatingState(_RocksState, AggregatingStateLogic, AggregatingState):
     __slots__ = ("_agg",)
     kind = "aggregating"
 
     def __init__(self, backend, meta):
         super().__init__(backend, meta)
         self._agg = meta.descriptor.get_agg_function()
-
-    def get(self) -> Any:
-        acc = self._get_value()
-        return None if acc is None else self._agg.get_result(acc)
-
-    def get_accumulator(self) -> Any:
-        return self._get_value()
-
-    def add(self, value: Any) -> None:
-        acc = self._get_value()
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        self._set_value(self._agg.add(value, acc))
-
-    def merge_values(self, a: Any, b: Any) -> Any:
-        return self._agg.merge(a, b)
 
 
 class RocksDBListState(_RocksState, ListState):
