@@ -43,7 +43,12 @@ def _v2_operator_gauges(conn: Connection) -> None:
                               f"{column.type.compile(dialect=conn.dialect)}"))
 
 
-STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges]
+def _v3_stream_chains(conn: Connection) -> None:
+    """The stream-run summary of a chain attempt (docs/stream-runs.md)."""
+    schema.stream_chains.create(conn, checkfirst=True)
+
+
+STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_stream_chains]
 LATEST_VERSION = len(STEPS)
 
 
