@@ -369,3 +369,21 @@ def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path
     got = sink_rows(output)
     assert got == want, (sorted((got - want).elements())[:5], sorted((want - got).elements())[:5])
     assert max(got.values()) == 1  # no duplicates
+
+    # The Chains tab of the first run: what it read (slice 0's file), its state and watermark.
+    first = [r["run_id"] for r in _runs(env, STREAM_DAG) if r["run_id"].startswith("scheduled__")][-1]
+    chains = {c["chain_id"]: c for c in _run_json(stack["base"], first, STREAM_DAG)["run"]["chains"]}
+    stream = {cid: c["stream"] for cid, c in chains.items()}
+    assert [r[0].rsplit("/", 1)[-1] for r in stream["clicks"]["read"]["clicks"]] == ["clicks-0000.json"]
+    sessions = stream["sessions"]["operators"]["sessions"]
+    assert sessions["stateful"] and sessions["bytes"] > 0 and sessions["watermark"] is not None
+    if os.path.exists(CHROMIUM):
+        path = urllib.parse.quote(f"/flinkchain/ui/dag/{STREAM_DAG}?run_id={urllib.parse.quote(first, safe='')}",
+                                  safe="/")
+        dom = _chromium("--dump-dom", _signed_in(stack["base"], path)).stdout
+        assert 'data-ready="true"' in dom, dom[-3000:]
+        box = dom[dom.index('id="stream-run"'):]
+        box = box[:box.index("</section>")]
+        assert "hidden" not in box[:80], box[:500]
+        state = sum(o["bytes"] for o in stream["sessions"]["operators"].values())
+        assert f'data-bytes="{state}"' in box and ">clicks: 1 file<" in box, box[:3000]
