@@ -95,3 +95,33 @@ class _Run:
 ])
 def test_drain_comes_from_the_param_or_the_trigger_conf(params, conf, want):
     assert drain_requested({"params": params, "dag_run": _Run(conf)}) is want
+
+
+class _TI:
+    dag_id = "s"
+
+    def __init__(self, running):
+        self.running = running
+
+    def get_dr_count(self, dag_id, states=None):
+        assert dag_id == "s" and states == ["running"]
+        return self.running
+
+
+def test_a_second_running_run_and_a_chain_of_a_discarded_run_fail_clearly(tmp_path):
+    import logging
+
+    from airflow_flinkchain.airflow.compat import AirflowFailException
+    from airflow_flinkchain.airflow.stream_runs import begin, check_begun
+
+    p = pipeline(str(tmp_path / "ckpt"))
+    dag, tasks = render(p)
+    spec, job = tasks.spec, p.plan()
+    run = PipelineRun.from_context({"run_id": "scheduled__2026-01-02", "dag": dag, "ti": None}, spec)
+    with pytest.raises(AirflowFailException, match="2 runs of DAG 's' are running.*one run at a time"):
+        begin(job, spec, run, {"ti": _TI(2), "params": {}}, False, logging.getLogger("t"))
+    with pytest.raises(AirflowFailException, match="was not begun.*clear the whole run"):
+        check_begun(spec, run, "chain 'sessions'")
+    begun = begin(job, spec, run, {"ti": _TI(1), "params": {"drain": True}}, False, logging.getLogger("t"))
+    assert begun == {"checkpoint_dir": spec.checkpoint_dir, "base": None, "seq": 1, "drain": True}
+    check_begun(spec, run, "chain 'sessions'")
