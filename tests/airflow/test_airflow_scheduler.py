@@ -8,7 +8,9 @@ headless Debian chromium, both the plugin page and Airflow's own DAG page with t
 tab, and checked against the counters the run recorded. Its screenshot is the one
 docs/airflow.md shows (docs/chains-tab.png). The event-time DAG's tab is checked
 against the watermarks its run recorded (screenshot docs/chains-tab-event-time.png,
-shown by docs/event-time.md)."""
+shown by docs/event-time.md). Last, the stream-run DAG af_stream_runs is scheduled every
+minute with files dropped between its runs, then drained, and its Chains tab's stream
+table checked."""
 
 from __future__ import annotations
 
