@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine (Python 3.11 + Java 17):
 #   make demo   - run an example pipeline end to end through Airflow + spark-submit
+#                 (make demo DEMO_ARGS=stream: the stream-runs example, three slices and a drain)
 #   make test   - run the whole test suite
 # Both create .venv and install what they need, idempotently.
 
@@ -51,7 +52,7 @@ test-fast: venv
 	$(BIN)/python -m pytest -q -m "not spark and not airflow and not e2e and not browser and not cluster" tests
 
 demo: venv airflow-db
-	$(BIN)/python -m airflow_flinkchain.demo
+	$(BIN)/python -m airflow_flinkchain.demo $(DEMO_ARGS)
 
 # make bench BENCH_ARGS="--quick --only runtime,parse --repeat 1": see python -m benchmarks.run --help
 bench: venv airflow-db

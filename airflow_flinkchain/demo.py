@@ -7,6 +7,12 @@ the chains, the task states and where the outputs are. The Airflow log of the
 run goes to $AIRFLOW_HOME/demo-<dag>.log.
 
     python -m airflow_flinkchain.demo [--dag flinkchain_clickstream|flinkchain_orders]
+    python -m airflow_flinkchain.demo stream     (make demo DEMO_ARGS=stream)
+
+`stream` runs dags/flinkchain_stream_runs.py as stream runs: it drops a slice of click
+files into the monitored directory, runs the DAG, three times, then runs it drained
+(`{"drain": true}`) and prints what each run published and the outputs, checked against
+one STREAMING run over all the files (docs/stream-runs.md). It starts the stream afresh.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ _RUN = """
 import json, runpy, sys
 sys.path.insert(0, {dags!r})
 dag = runpy.run_path({path!r}, run_name="flinkchain_demo")["dag"]
-dr = dag.test()
+dr = dag.test(run_conf={conf!r})
 print("FLINKCHAIN_RESULT " + json.dumps({{"run_id": dr.run_id, "state": str(getattr(dr.state, "value", dr.state)),
     "tasks": {{ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}}}}))
 """
@@ -105,27 +111,40 @@ def print_outputs(env: dict, dag_id: str, run_id: str) -> None:
     print(f"  run store: {os.path.join(home, 'flinkchain_store.db')} (Airflow UI: the DAG's 'Chains' tab)")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dag", default="flinkchain_clickstream", choices=sorted(DAG_FILES))
-    args = parser.parse_args(argv)
-    env = demo_env()
-    os.environ.update({k: env[k] for k in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER")})
-    ensure_db(env)
-    print_chains(args.dag)
-    log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{args.dag}.log")
-    print(f"\nRunning DAG {args.dag} with dag.test() (real spark-submit per chain); log: {log_path}", flush=True)
-    started = time.time()
-    code = _RUN.format(dags=DAGS, path=os.path.join(DAGS, DAG_FILES[args.dag]))
-    with open(log_path, "w") as log:
+def run_dag_test(env: dict, dag_file: str, log_path: str, conf: dict = None, mode: str = "w"):
+    """One dag.test() run of the DAG file's `dag` in a fresh process: {run_id, state, tasks}, or None."""
+    code = _RUN.format(dags=DAGS, path=os.path.join(DAGS, dag_file), conf=conf or {})
+    with open(log_path, mode) as log:
         proc = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=log, text=True)
         log.write(proc.stdout)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("FLINKCHAIN_RESULT ")]
     if not lines:
         print(f"the DAG run did not finish; see {log_path}")
+        return None
+    return json.loads(lines[-1][len("FLINKCHAIN_RESULT "):])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", nargs="?", default="dag", choices=("dag", "stream"),
+                        help="dag: one run of --dag; stream: the stream-runs example, three slices and a drain")
+    parser.add_argument("--dag", default="flinkchain_clickstream", choices=sorted(DAG_FILES))
+    args = parser.parse_args(argv)
+    env = demo_env()
+    os.environ.update({k: env[k] for k in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER")})
+    ensure_db(env)
+    if args.what == "stream":
+        from airflow_flinkchain.demo_stream import stream_demo
+
+        return stream_demo(env, run_dag_test)
+    print_chains(args.dag)
+    log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{args.dag}.log")
+    print(f"\nRunning DAG {args.dag} with dag.test() (real spark-submit per chain); log: {log_path}", flush=True)
+    started = time.time()
+    result = run_dag_test(env, DAG_FILES[args.dag], log_path)
+    if result is None:
         return 1
-    result = json.loads(lines[-1][len("FLINKCHAIN_RESULT "):])
     print(f"\nDAG run {result['run_id']}: {result['state'].upper()} in {time.time() - started:.0f} s")
     for task, state in sorted(result["tasks"].items()):
         print(f"  {task:<40} {state}")

@@ -8,7 +8,7 @@ Only this module knows where things live, so a move costs one edit here.
 from __future__ import annotations
 
 try:  # Airflow 3.x: the Task SDK is the authoring API
-    from airflow.sdk import DAG, Asset, BaseHook, BaseOperator, TaskGroup, get_current_context, setup, teardown
+    from airflow.sdk import DAG, Asset, BaseHook, BaseOperator, Param, TaskGroup, get_current_context, setup, teardown
     from airflow.sdk import conf as airflow_conf
     from airflow.sdk.definitions._internal.contextmanager import DagContext, TaskGroupContext
 
@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover - Airflow 2.x fallback, not in CI
     from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef]
     from airflow.models.dag import DAG, DagContext  # type: ignore[no-redef]
+    from airflow.models.param import Param  # type: ignore[no-redef]
     from airflow.operators.python import get_current_context  # type: ignore[no-redef]
     from airflow.utils.task_group import TaskGroup, TaskGroupContext  # type: ignore[no-redef]
 
@@ -50,6 +51,33 @@ def conf_get(section: str, key: str, fallback=None):
         return airflow_conf.get(section, key, fallback=fallback)
     except Exception:  # missing section on some versions raises instead of falling back
         return fallback
+
+
+def default_max_active_runs() -> int:
+    """The `max_active_runs` a DAG gets when its author does not pass one."""
+    try:
+        return int(conf_get("core", "max_active_runs_per_dag", fallback=16))
+    except (TypeError, ValueError):
+        return 16
+
+
+def add_dag_param(dag, name: str, default, **schema) -> None:
+    """Declare DAG param `name` (trigger form, `dag_run.conf`) unless the author already did."""
+    if name not in dag.params:
+        dag.params[name] = Param(default, **schema)
+
+
+def active_run_count(context) -> "int | None":
+    """How many runs of the task's DAG are running now (this one included); None when the
+    Airflow version cannot say (Airflow 3's Task SDK asks the execution API)."""
+    ti = context.get("ti") or context.get("task_instance")
+    count = getattr(ti, "get_dr_count", None)
+    if count is None:
+        return None
+    try:
+        return int(count(dag_id=ti.dag_id, states=["running"]))
+    except Exception:
+        return None
 
 
 def get_connection(conn_id: str):
@@ -90,13 +118,17 @@ __all__ = [
     "AirflowFailException",
     "BaseHook",
     "BaseOperator",
+    "Param",
     "SparkSubmitHook",
     "SparkSubmitOperator",
     "TaskGroup",
+    "active_run_count",
+    "add_dag_param",
     "airflow_conf",
     "conf_get",
     "current_dag",
     "current_task_group",
+    "default_max_active_runs",
     "get_connection",
     "get_current_context",
     "setup",

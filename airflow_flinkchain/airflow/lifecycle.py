@@ -65,6 +65,12 @@ class PipelineSetupOperator(_PipelineTask):
         run = self._run(context)
         run.location(run.area).makedirs()
         dump_plan(job_graph, run.plan_path)  # atomic: a re-run replaces it, chains never see half a plan
+        stream = None
+        if spec.checkpoint_dir:
+            from airflow_flinkchain.airflow import stream_runs
+
+            stream = stream_runs.begin(job_graph, spec, run, context,
+                                       getattr(self.pipeline, "allow_non_restored_state", False), self.log)
         store = run_store()
         if store is not None:
             store_call("start_run", store.start_run, run.dag_id, run.run_id,
@@ -72,7 +78,28 @@ class PipelineSetupOperator(_PipelineTask):
         _run_hooks(self.pipeline.setup_hooks, context, "on_setup", self._where(), stop_on_error=True)
         self.log.info("%s: run %s prepared in %s (%d chains)", self._where(), run.run_id, run.area, len(planned))
         return {"pipeline": spec.pipeline, "run_id": run.run_id, "exchange_area": run.area,
-                "plan": run.plan_path, "chains": list(spec.chain_ids)}
+                "plan": run.plan_path, "chains": list(spec.chain_ids), **({"stream": stream} if stream else {})}
+
+
+class StreamCommitOperator(_PipelineTask):
+    """Commits one stream run (its snapshot and sink outputs) after every chain succeeded;
+    a retry finishes an interrupted commit (docs/stream-runs.md)."""
+
+    ui_color = "#e3f4e1"
+    shallow_copy_attrs = ("pipeline", "pipeline_spec", "strategy")
+
+    def __init__(self, *, strategy: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.strategy = strategy
+
+    def execute(self, context) -> dict:
+        from airflow_flinkchain.airflow import stream_runs
+
+        run = self._run(context)
+        summary = stream_runs.commit(self.pipeline.plan(self.strategy), self.pipeline_spec, run)
+        self.log.info("%s: run %s committed checkpoint %s (seq %s%s)", self._where(), run.run_id,
+                      summary["checkpoint"], summary["seq"], ", drained" if summary["drained"] else "")
+        return summary
 
 
 class PipelineTeardownOperator(_PipelineTask):

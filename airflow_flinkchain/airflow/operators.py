@@ -170,6 +170,8 @@ class ChainSubmitOperator(SparkSubmitOperator):
         ]
         if self.templated_fields:
             args += ["--overrides", json.dumps(self.templated_fields, sort_keys=True, default=str)]
+        if self.pipeline_spec.checkpoint_dir:  # a stream run: restore from, and stage into, its checkpoints
+            args += ["--checkpoint-dir", self.pipeline_spec.checkpoint_dir]
         return args
 
     @property
@@ -203,6 +205,10 @@ class ChainSubmitOperator(SparkSubmitOperator):
                     f"data in {run.area}. Clear the upstream chain too (Clear > 'Upstream'), or set "
                     "keep_exchange=True on the pipeline to keep exchange data after the run."
                 )
+        if self.pipeline_spec.checkpoint_dir:
+            from airflow_flinkchain.airflow.stream_runs import check_begun
+
+            check_begun(self.pipeline_spec, run, where)
 
     def _after_submit(self, run: PipelineRun, started: float, where: str) -> dict:
         metrics = run.read_metrics(self.chain_spec.chain_id)

@@ -8,7 +8,8 @@
 Inside a TaskGroup named after the pipeline: `pipeline_setup` (as_setup) >>
 one ChainSubmitOperator per chain, wired like the chain edges >>
 `pipeline_teardown` (as_teardown of the setup, so it runs even when a chain
-failed). The plan -> specs step is `spec.pipeline_spec` (pure data); this module
+failed). A pipeline with a `checkpoint_dir` (stream runs) also gets a
+`stream_commit` task after every chain (airflow/stream_runs.py). The plan -> specs step is `spec.pipeline_spec` (pure data); this module
 only instantiates operators. Parse time: no I/O, no Spark.
 """
 
@@ -21,7 +22,7 @@ from typing import Any, Optional
 
 from airflow_flinkchain.airflow.assets import chain_asset_refs
 from airflow_flinkchain.airflow.compat import TaskGroup, current_dag
-from airflow_flinkchain.airflow.lifecycle import PipelineSetupOperator, PipelineTeardownOperator
+from airflow_flinkchain.airflow.lifecycle import PipelineSetupOperator, PipelineTeardownOperator, StreamCommitOperator
 from airflow_flinkchain.airflow.operators import ChainSubmitOperator
 from airflow_flinkchain.airflow.spark_settings import SparkSettings
 from airflow_flinkchain.airflow.spec import LIFECYCLE_KEYS, PipelineSpec, pipeline_spec
@@ -40,6 +41,7 @@ class PipelineTasks:
     setup: Any
     teardown: Any
     chains: dict[str, Any] = field(default_factory=dict)
+    commit: Any = None  # stream runs: the commit task
 
     def __rshift__(self, other):
         return self.group >> other
@@ -76,7 +78,12 @@ def render_pipeline(
     settings = {**pipeline.settings, **{k: v for k, v in overrides.items() if k in setting_keys}}
     task_kwargs = {k: v for k, v in overrides.items() if k not in setting_keys}
     job_graph = pipeline.plan(strategy)
-    spec = pipeline_spec(job_graph, settings, group_id=group_id)
+    spec = pipeline_spec(job_graph, settings, group_id=group_id,
+                         checkpoint_dir=getattr(pipeline, "checkpoint_dir", None))
+    if spec.checkpoint_dir:
+        from airflow_flinkchain.airflow.stream_runs import prepare_dag
+
+        prepare_dag(dag, spec)
 
     # Two pipelines in one DAG get separate exchange areas (edge ids may coincide).
     rendered = getattr(dag, _DAG_PIPELINES_ATTR, None)
@@ -129,8 +136,20 @@ def render_pipeline(
         sinks = [op for cid, op in chains.items() if not spec.chain(cid).out_edges]
         for op in sinks:
             op >> teardown
+        commit = None
+        if spec.checkpoint_dir:  # all_success: no commit after a failed chain
+            commit = StreamCommitOperator(
+                task_id=spec.commit_task_id,
+                task_display_name=f"commit {spec.pipeline}",
+                doc_md=_lifecycle_doc(spec, "commit"),
+                pipeline=pipeline,
+                strategy=strategy,
+                dag=dag,
+                **common,
+            )
+            list(chains.values()) >> commit >> teardown
         teardown.as_teardown(setups=setup)
-    return PipelineTasks(spec=spec, group=group, setup=setup, teardown=teardown, chains=chains)
+    return PipelineTasks(spec=spec, group=group, setup=setup, teardown=teardown, chains=chains, commit=commit)
 
 
 def _chain_of(spec: PipelineSpec, task_id: str) -> str:
@@ -147,6 +166,14 @@ def _lifecycle_doc(spec: PipelineSpec, which: str) -> str:
             f"### Setup of pipeline `{spec.pipeline}`\n\nCreates the run's exchange area, serializes the "
             f"plan ({len(spec.chains)} chains: {chains}) with the DAG file's user functions, records the run "
             "in the flinkchain run store and runs the pipeline's `on_setup` hooks."
+            + (f" Begins the stream run from the latest checkpoint in `{spec.checkpoint_dir}` (param "
+               "`drain`: the last run)." if spec.checkpoint_dir else "")
+        )
+    if which == "commit":
+        return (
+            f"### Commit of stream run of pipeline `{spec.pipeline}`\n\nRuns once every chain succeeded: the "
+            f"run's snapshot becomes the latest checkpoint in `{spec.checkpoint_dir}` and its file sink outputs "
+            "are published (docs/stream-runs.md)."
         )
     keep = "kept (keep_exchange=True)" if spec.keep_exchange else "dropped once every chain succeeded"
     return (

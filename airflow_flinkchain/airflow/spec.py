@@ -20,6 +20,7 @@ from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 
 SETUP_TASK_ID = "pipeline_setup"
 TEARDOWN_TASK_ID = "pipeline_teardown"
+COMMIT_TASK_ID = "stream_commit"
 #: Pipeline settings this layer reads (besides the Spark ones in SparkSettings).
 LIFECYCLE_KEYS = ("exchange_root", "keep_exchange", "exchange_root_shared")
 _TASK_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -86,6 +87,9 @@ class PipelineSpec:
     keep_exchange: bool = False
     setup_task_id: str = SETUP_TASK_ID
     teardown_task_id: str = TEARDOWN_TASK_ID
+    #: a stream-run pipeline's checkpoint_dir (docs/stream-runs.md): adds the commit task
+    checkpoint_dir: Optional[str] = None
+    commit_task_id: str = COMMIT_TASK_ID
 
     def chain(self, chain_id: str) -> ChainTaskSpec:
         for c in self.chains:
@@ -104,16 +108,18 @@ def slug(text: str) -> str:
     return s or "pipeline"
 
 
-def pipeline_spec(job_graph: JobGraph, settings: Mapping[str, Any], group_id: Optional[str] = None) -> PipelineSpec:
+def pipeline_spec(job_graph: JobGraph, settings: Mapping[str, Any], group_id: Optional[str] = None,
+                  checkpoint_dir: Optional[str] = None) -> PipelineSpec:
     """The task specs of one pipeline. `settings` are the pipeline's settings
-    (StreamPipeline(**settings), possibly overridden by to_airflow(**kw))."""
+    (StreamPipeline(**settings), possibly overridden by to_airflow(**kw));
+    `checkpoint_dir`: the pipeline's, when it runs as stream runs."""
     pipeline_spark = SparkSettings.from_settings(settings, owner=f"pipeline {job_graph.pipeline!r}")
     edges = {e.id: EdgeSpec.of(e) for e in job_graph.edges}
     chains = tuple(
         _chain_spec(job_graph, c, edges, pipeline_spark) for c in _topological(job_graph)
     )
     ids = [c.task_id for c in chains]
-    clash = {SETUP_TASK_ID, TEARDOWN_TASK_ID} & set(ids)
+    clash = ({SETUP_TASK_ID, TEARDOWN_TASK_ID} | ({COMMIT_TASK_ID} if checkpoint_dir else set())) & set(ids)
     if clash or len(set(ids)) != len(ids):
         raise ValueError(
             f"pipeline {job_graph.pipeline!r}: chain task ids {sorted(ids)} are not unique or clash with "
@@ -128,7 +134,22 @@ def pipeline_spec(job_graph: JobGraph, settings: Mapping[str, Any], group_id: Op
         exchange_root=str(exchange_root) if exchange_root else None,
         exchange_root_shared=bool(settings.get("exchange_root_shared", False)),
         keep_exchange=bool(settings.get("keep_exchange", False)),
+        checkpoint_dir=_stream_checkpoint_dir(job_graph.pipeline, checkpoint_dir),
     )
+
+
+def _stream_checkpoint_dir(pipeline: str, checkpoint_dir: Optional[str]) -> Optional[str]:
+    """Every task of every run must find the same directory: no template, no relative path
+    (the setup task and spark-submit may run in different directories and on other machines)."""
+    if checkpoint_dir is None:
+        return None
+    if _is_template(checkpoint_dir):
+        raise ValueError(f"pipeline {pipeline!r}: checkpoint_dir {checkpoint_dir!r} is a template; it must be the "
+                         "same path in every run (each run restores the last one's snapshot from it)")
+    if "://" not in checkpoint_dir and not checkpoint_dir.startswith("/"):
+        raise ValueError(f"pipeline {pipeline!r}: checkpoint_dir {checkpoint_dir!r} is a relative path; the "
+                         "Airflow tasks need an absolute path or a URI (file://, hdfs://, s3a://...)")
+    return checkpoint_dir
 
 
 def _topological(g: JobGraph) -> list[Chain]:

@@ -51,6 +51,7 @@ def chains_page(dag_id: str, pipeline: str) -> str:
     <label class="run-picker">Run <select id="run-select" disabled><option>loading…</option></select></label>
   </header>
   <section id="run-summary" class="run-summary"></section>
+  <section id="stream-run" class="stream-run" hidden></section>
   <div id="graph" class="graph" aria-label="job graph"><p class="muted">Loading the job graph…</p></div>
   <p class="legend muted">
     Each box is a chain: one Airflow task, one Spark job; its operators run fused, head first.
@@ -66,7 +67,8 @@ def chains_page(dag_id: str, pipeline: str) -> str:
   </section>
   <noscript>This page needs JavaScript to draw the job graph.</noscript>
 </main>"""
-    return _page(f"Chains · {dag_id}", body, "../../static", '<script src="../../static/chains.js"></script>')
+    return _page(f"Chains · {dag_id}", body, "../../static", '<script src="../../static/chains.js"></script>'
+                 '<script src="../../static/stream.js"></script>')
 
 
 def no_pipeline_page(dag_id: str) -> str:

@@ -54,7 +54,13 @@ def _v3_fractional_counters(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN {name} TYPE {kind}"))
 
 
-STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_fractional_counters]
+def _v4_stream_chains(conn: Connection) -> None:
+    """The stream-run summary of a chain attempt (docs/stream-runs.md)."""
+    schema.stream_chains.create(conn, checkfirst=True)
+
+
+STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_fractional_counters,
+                                             _v4_stream_chains]
 LATEST_VERSION = len(STEPS)
 
 

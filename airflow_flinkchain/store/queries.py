@@ -24,6 +24,7 @@ from airflow_flinkchain.store.schema import (
     plans,
     runs,
     side_output_metrics,
+    stream_chains,
 )
 
 
@@ -183,9 +184,16 @@ def _chain_metrics(conn: Connection, chain_id: str, attempt: dict, attempts: int
         **{g: lowest(o[g] for o in operators) for g in GAUGE_NAMES},
         "operators": operators,
         "outputs": outputs,
+        "stream": _stream_summary(conn, pk),
         "slowest": _pick(operators, lambda o: o["time_ms"]),
         "lossiest": _pick(operators, lambda o: o["dropped"] / o["records_in"] if o["records_in"] else o["dropped"]),
     }
+
+
+def _stream_summary(conn: Connection, pk: int) -> Optional[dict]:
+    """A stream run's chain: what it read, its positions, per operator its watermark and state size."""
+    text = conn.scalar(select(stream_chains.c.summary_json).where(stream_chains.c.attempt_pk == pk))
+    return json.loads(text) if text else None
 
 
 def _pick(operators: list[dict], score) -> Optional[str]:

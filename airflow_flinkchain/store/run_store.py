@@ -32,6 +32,7 @@ from airflow_flinkchain.store.schema import (
     plans,
     runs,
     side_output_metrics,
+    stream_chains,
 )
 
 T = TypeVar("T")
@@ -124,10 +125,13 @@ class RunStore:
                 ).inserted_primary_key[0]
             else:
                 conn.execute(update(chain_attempts).where(chain_attempts.c.id == pk).values(**row))
-                for table in (operator_metrics, side_output_metrics, attempt_outputs):
+                for table in (operator_metrics, side_output_metrics, attempt_outputs, stream_chains):
                     conn.execute(delete(table).where(table.c.attempt_pk == pk))
             _insert_metrics(conn, pk, metrics.get("operators") or [])
             _insert_outputs(conn, pk, metrics.get("outputs") or [])
+            if metrics.get("stream"):
+                conn.execute(insert(stream_chains).values(attempt_pk=pk, summary_json=stream_summary_json(
+                    metrics["stream"])))
             return pk
 
         return self._transaction(write)
@@ -184,6 +188,12 @@ class RunStore:
                     raise
                 time.sleep(0.05 * attempt)
         raise AssertionError("unreachable")
+
+
+def stream_summary_json(stream: dict) -> str:
+    """A chain's stream summary as stored: without the shared-file lists (one per key group)."""
+    operators = {k: {f: v for f, v in o.items() if f != "shared"} for k, o in (stream.get("operators") or {}).items()}
+    return canonical_json({**stream, "operators": operators})
 
 
 def _current_plan(conn: Connection, dag_id: str) -> Optional[tuple[str, str]]:

@@ -188,6 +188,15 @@ attempt_outputs = Table(
     Column("records", BigInteger),
 )
 
+#: A stream run's chain attempt: its `stream` summary (runtime.stream_run.ChainStreamStep.commit:
+#: ranges read, source positions, per-operator watermark and snapshot size), as JSON.
+stream_chains = Table(
+    "flinkchain_stream_chains",
+    metadata,
+    _attempt_pk(),
+    Column("summary_json", Text, nullable=False),
+)
+
 V1_TABLES = [
     pipelines,
     plans,

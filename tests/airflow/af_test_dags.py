@@ -43,3 +43,15 @@ with DAG("af_tiny", schedule=None, start_date=START, catchup=False) as tiny:
 # exchange and a side output, so the Chains tab it screenshots shows a real job graph.
 with DAG("af_orders", schedule=None, start_date=START, catchup=False) as orders:
     orders_pipeline(sample_data.sample_dir(), sample_data.output_dir(), sample_data.sqlite_url()).to_airflow()
+
+# The scheduler test's stream DAG: every minute, one run at a time, files dropped between runs.
+import datetime  # noqa: E402
+import os  # noqa: E402
+
+from flinkchain_stream_runs import stream_runs_pipeline  # noqa: E402
+
+AF_STREAM_ROOT = os.path.join(sample_data.home(), "flinkchain", "af_stream")
+
+with DAG("af_stream_runs", schedule=datetime.timedelta(minutes=1), start_date=START, catchup=False) as stream_runs:
+    stream_runs_pipeline(os.path.join(AF_STREAM_ROOT, "incoming"), os.path.join(AF_STREAM_ROOT, "output"),
+                         os.path.join(AF_STREAM_ROOT, "checkpoints"), name="af_stream").to_airflow()

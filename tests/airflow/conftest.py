@@ -50,8 +50,9 @@ def airflow_home(tmp_path_factory):
     return env, dags
 
 
-def run_dag(env: dict, dag_file: str, dag_id: str, timeout: int = 1200) -> dict:
-    out = subprocess.run([sys.executable, os.path.join(HERE, "af_run_dag.py"), dag_file, dag_id],
+def run_dag(env: dict, dag_file: str, dag_id: str, timeout: int = 1200, conf: dict = None) -> dict:
+    extra = [json.dumps(conf)] if conf is not None else []
+    out = subprocess.run([sys.executable, os.path.join(HERE, "af_run_dag.py"), dag_file, dag_id, *extra],
                          env=env, capture_output=True, text=True, timeout=timeout)
     lines = [l for l in out.stdout.strip().splitlines() if l.startswith("{\"run_id\"")]
     assert lines, f"dag.test() of {dag_id} printed no result:\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"

@@ -8,7 +8,9 @@ headless Debian chromium, both the plugin page and Airflow's own DAG page with t
 tab, and checked against the counters the run recorded. Its screenshot is the one
 docs/airflow.md shows (docs/chains-tab.png). The event-time DAG's tab is checked
 against the watermarks its run recorded (screenshot docs/chains-tab-event-time.png,
-shown by docs/event-time.md)."""
+shown by docs/event-time.md). Last, the stream-run DAG af_stream_runs is scheduled every
+minute with files dropped between its runs, then drained, and its Chains tab's stream
+table checked."""
 
 from __future__ import annotations
 
@@ -311,3 +313,79 @@ def test_screenshot_of_the_event_time_chains_tab(event_time_run):
                      _signed_in(event_time_run["base"], _event_time_page(event_time_run["run_id"])))
     assert shot.exists() and shot.stat().st_size > 10_000, done.stderr[-2000:]
     shot.replace(EVENT_TIME_SCREENSHOT)
+
+
+# ---- stream runs: a DAG scheduled every minute, files dropped between its runs ----------
+
+STREAM_DAG = "af_stream_runs"  # af_test_dags.py: dags/flinkchain_stream_runs.py's pipeline
+
+
+def _runs(env, dag_id: str) -> list:
+    out = airflow(env, "dags", "list-runs", dag_id, "-o", "json")
+    listed = [l for l in out.stdout.splitlines() if l.startswith("[")]
+    return json.loads(listed[-1]) if out.returncode == 0 and listed else []
+
+
+def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path):
+    """Three (or more) scheduled runs, a slice of files dropped after each, then a run
+    triggered with {"drain": true}: the published outputs equal one STREAMING run over all
+    the files, without duplicates, and every run after the first continued the stream."""
+    env = stack["env"]
+    sys.path.insert(0, str(REPO / "dags"))
+    import flinkchain_stream_runs as example
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_stream_runs_dag import one_streaming_run, sink_rows
+
+    root = Path(env["AIRFLOW_HOME"]) / "flinkchain" / "af_stream"
+    incoming, output = str(root / "incoming"), str(root / "output")
+    slices = example.click_slices(n_slices=4, per_slice=40)
+    example.drop_slice(incoming, 0, slices[0])
+    unpause = airflow(env, "dags", "unpause", STREAM_DAG)
+    deadline = time.time() + 300
+    while unpause.returncode != 0 and time.time() < deadline:  # not parsed yet
+        time.sleep(5)
+        unpause = airflow(env, "dags", "unpause", STREAM_DAG)
+    assert unpause.returncode == 0, unpause.stdout[-3000:] + unpause.stderr[-3000:]
+    dropped, drain_id, deadline = 1, None, time.time() + 1500
+    while time.time() < deadline:
+        runs = _runs(env, STREAM_DAG)
+        assert not [r for r in runs if r["state"] == "failed"], (runs, stack["log"].read_text()[-6000:])
+        assert sum(r["state"] == "running" for r in runs) <= 1, runs  # max_active_runs=1
+        scheduled = [r for r in runs if r["run_id"].startswith("scheduled__") and r["state"] == "success"]
+        if dropped < len(slices) and len(scheduled) >= dropped:
+            example.drop_slice(incoming, dropped, slices[dropped])  # arrives between two runs
+            dropped += 1
+        if drain_id is None and len(scheduled) >= 3 and dropped == len(slices):
+            drain_id = "manual__drain"
+            trig = airflow(env, "dags", "trigger", STREAM_DAG, "-r", drain_id, "-c", json.dumps({"drain": True}))
+            assert trig.returncode == 0, trig.stdout[-3000:] + trig.stderr[-3000:]
+        if drain_id is not None and any(r["run_id"] == drain_id and r["state"] == "success" for r in runs):
+            break
+        time.sleep(3)
+    else:
+        pytest.fail(f"no drained run in time: {_runs(env, STREAM_DAG)}")
+    airflow(env, "dags", "pause", STREAM_DAG)
+    latest = json.loads((root / "checkpoints" / "_latest.json").read_text())
+    assert latest["seq"] >= 4
+    want = one_streaming_run(example, slices, tmp_path)
+    got = sink_rows(output)
+    assert got == want, (sorted((got - want).elements())[:5], sorted((want - got).elements())[:5])
+    assert max(got.values()) == 1  # no duplicates
+
+    # The Chains tab of the first run: what it read (slice 0's file), its state and watermark.
+    first = [r["run_id"] for r in _runs(env, STREAM_DAG) if r["run_id"].startswith("scheduled__")][-1]
+    chains = {c["chain_id"]: c for c in _run_json(stack["base"], first, STREAM_DAG)["run"]["chains"]}
+    stream = {cid: c["stream"] for cid, c in chains.items()}
+    assert [r[0].rsplit("/", 1)[-1] for r in stream["clicks"]["read"]["clicks"]] == ["clicks-0000.json"]
+    sessions = stream["sessions"]["operators"]["sessions"]
+    assert sessions["stateful"] and sessions["bytes"] > 0 and sessions["watermark"] is not None
+    if os.path.exists(CHROMIUM):
+        path = urllib.parse.quote(f"/flinkchain/ui/dag/{STREAM_DAG}?run_id={urllib.parse.quote(first, safe='')}",
+                                  safe="/")
+        dom = _chromium("--dump-dom", _signed_in(stack["base"], path)).stdout
+        assert 'data-ready="true"' in dom, dom[-3000:]
+        box = dom[dom.index('id="stream-run"'):]
+        box = box[:box.index("</section>")]
+        assert "hidden" not in box[:80], box[:500]
+        state = sum(o["bytes"] for o in stream["sessions"]["operators"].values())
+        assert f'data-bytes="{state}"' in box and ">clicks: 1 file<" in box, box[:3000]

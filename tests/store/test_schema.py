@@ -89,7 +89,7 @@ def test_a_v1_store_gets_the_watermark_column(store_url):
     columns = {c["name"] for c in inspect(store.engine).get_columns("flinkchain_operator_metrics")}
     assert "watermark" in columns
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 3
+        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 4
     store.start_run("orders_dag", "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
     store.record_attempt(metrics(chain="by_customer"), try_number=1)
     chains = store.get_run_metrics("orders_dag", "run_1")["chains"]

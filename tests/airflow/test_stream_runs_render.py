@@ -1,0 +1,127 @@
+"""Rendering of a stream-run pipeline (a streaming pipeline with a checkpoint_dir): no
+scheduler, no Spark. The runs themselves: test_stream_runs_dag.py (dag.test()) and
+test_airflow_scheduler.py (the real scheduler)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pendulum
+import pytest
+
+from airflow.sdk import DAG
+
+from airflow_flinkchain.airflow.lifecycle import StreamCommitOperator
+from airflow_flinkchain.airflow.run_context import PipelineRun
+from airflow_flinkchain.airflow.stream_runs import drain_requested
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "dags"))
+from flinkchain_stream_runs import stream_runs_pipeline  # noqa: E402
+
+START = pendulum.datetime(2026, 1, 1, tz="UTC")
+
+
+def pipeline(checkpoint_dir="/ckpt/clicks", **kw):
+    return stream_runs_pipeline("/in/clicks", "/out", checkpoint_dir, **kw)
+
+
+def render(p, dag_id="s", **dag_kw):
+    with DAG(dag_id, schedule=None, start_date=START, catchup=False, **dag_kw) as dag:
+        tasks = p.to_airflow()
+    return dag, tasks
+
+
+def ups(dag, task_id):
+    return sorted(dag.task_dict[task_id].upstream_task_ids)
+
+
+def test_commit_task_after_every_chain_before_the_teardown():
+    dag, tasks = render(pipeline())
+    g = "stream_runs"
+    assert sorted(dag.task_dict) == sorted(f"{g}.{t}" for t in (
+        "pipeline_setup", "clicks", "page_views", "sessions", "stream_commit", "pipeline_teardown"))
+    assert ups(dag, f"{g}.stream_commit") == [f"{g}.clicks", f"{g}.page_views", f"{g}.sessions"]
+    assert f"{g}.stream_commit" in ups(dag, f"{g}.pipeline_teardown")
+    commit = dag.task_dict[f"{g}.stream_commit"]
+    assert isinstance(commit, StreamCommitOperator) and tasks.commit is commit
+    # not after a failed (or upstream-failed) chain; the teardown still runs
+    assert str(commit.trigger_rule) in ("all_success", "TriggerRule.ALL_SUCCESS")
+    assert not commit.is_setup and not commit.is_teardown
+    assert tasks.teardown.is_teardown
+
+
+def test_dag_runs_one_run_at_a_time_and_has_the_drain_param():
+    dag, _ = render(pipeline())
+    assert dag.max_active_runs == 1
+    assert dag.params["drain"] is False
+    dag1, _ = render(pipeline(), dag_id="s1", max_active_runs=1)
+    assert dag1.max_active_runs == 1
+    with pytest.raises(ValueError, match=r"max_active_runs=3.*one run at a time"):
+        render(pipeline(), dag_id="s3", max_active_runs=3)
+
+
+def test_a_plain_pipeline_keeps_its_dag_settings():
+    dag, tasks = render(stream_runs_pipeline("/in/clicks", "/out", None), max_active_runs=3)
+    assert dag.max_active_runs == 3 and "drain" not in dag.params and tasks.commit is None
+    assert not any(t.endswith("stream_commit") for t in dag.task_dict)
+
+
+def test_chain_tasks_get_the_checkpoint_dir(tmp_path):
+    dag, tasks = render(pipeline("s3a://lake/clicks"))
+    op = tasks.chains["sessions"]
+    run = PipelineRun.from_context({"run_id": "scheduled__2026-01-02", "dag": dag, "ti": None}, op.pipeline_spec)
+    args = op._runtime_args(run)
+    assert args[args.index("--checkpoint-dir") + 1] == "s3a://lake/clicks"
+    assert args[args.index("--run-id") + 1] == run.run_key  # the stream run's id, as the setup began it
+
+
+def test_templated_or_relative_checkpoint_dir_is_refused():
+    with pytest.raises(Exception, match="template"):
+        pipeline("/ckpt/{{ ds }}")
+    with pytest.raises(ValueError, match="relative path"):
+        render(pipeline("ckpt/clicks"))
+
+
+class _Run:
+    def __init__(self, conf):
+        self.conf = conf
+
+
+@pytest.mark.parametrize("params, conf, want", [
+    ({"drain": False}, {}, False), ({"drain": True}, {}, True), ({"drain": False}, {"drain": True}, True),
+    ({}, {"drain": "true"}, True), ({"drain": True}, {"drain": False}, False),
+])
+def test_drain_comes_from_the_param_or_the_trigger_conf(params, conf, want):
+    assert drain_requested({"params": params, "dag_run": _Run(conf)}) is want
+
+
+class _TI:
+    dag_id = "s"
+
+    def __init__(self, running):
+        self.running = running
+
+    def get_dr_count(self, dag_id, states=None):
+        assert dag_id == "s" and states == ["running"]
+        return self.running
+
+
+def test_a_second_running_run_and_a_chain_of_a_discarded_run_fail_clearly(tmp_path):
+    import logging
+
+    from airflow_flinkchain.airflow.compat import AirflowFailException
+    from airflow_flinkchain.airflow.stream_runs import begin, check_begun
+
+    p = pipeline(str(tmp_path / "ckpt"))
+    dag, tasks = render(p)
+    spec, job = tasks.spec, p.plan()
+    run = PipelineRun.from_context({"run_id": "scheduled__2026-01-02", "dag": dag, "ti": None}, spec)
+    with pytest.raises(AirflowFailException, match="2 runs of DAG 's' are running.*one run at a time"):
+        begin(job, spec, run, {"ti": _TI(2), "params": {}}, False, logging.getLogger("t"))
+    with pytest.raises(AirflowFailException, match="was not begun.*clear the whole run"):
+        check_begun(spec, run, "chain 'sessions'")
+    begun = begin(job, spec, run, {"ti": _TI(1), "params": {"drain": True}}, False, logging.getLogger("t"))
+    assert begun == {"checkpoint_dir": spec.checkpoint_dir, "base": None, "seq": 1, "drain": True}
+    check_begun(spec, run, "chain 'sessions'")
