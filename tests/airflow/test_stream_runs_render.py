@@ -1,6 +1,5 @@
 """Rendering of a stream-run pipeline (a streaming pipeline with a checkpoint_dir): no
-scheduler, no Spark. The runs themselves: test_stream_runs_dag.py (dag.test()) and
-test_airflow_scheduler.py (the real scheduler)."""
+scheduler, no Spark. The runs themselves: test_airflow_scheduler.py (the real scheduler)."""
 
 from __future__ import annotations
 
@@ -125,3 +124,32 @@ def test_a_second_running_run_and_a_chain_of_a_discarded_run_fail_clearly(tmp_pa
     begun = begin(job, spec, run, {"ti": _TI(1), "params": {"drain": True}}, False, logging.getLogger("t"))
     assert begun == {"checkpoint_dir": spec.checkpoint_dir, "base": None, "seq": 1, "drain": True}
     check_begun(spec, run, "chain 'sessions'")
+
+
+def test_re_running_a_run_that_is_not_the_latest_is_refused(tmp_path):
+    """Clearing an older run of a stream DAG would fork the stream: its setup task refuses,
+    as a failure Airflow does not retry; re-running the latest run is allowed."""
+    import logging
+    from types import SimpleNamespace
+
+    from airflow_flinkchain.airflow.compat import AirflowFailException
+    from airflow_flinkchain.airflow.spec import pipeline_spec
+    from airflow_flinkchain.airflow.stream_runs import begin
+    from flinkchain_stream_runs import click_slices, drop_slice
+
+    where = {"input_dir": str(tmp_path / "in"), "output_dir": str(tmp_path / "out"),
+             "checkpoint_dir": str(tmp_path / "ckpt")}
+    for k, part in enumerate(click_slices(n_slices=2, per_slice=10)):
+        drop_slice(where["input_dir"], k, part)
+        stream_runs_pipeline(**where).execute_local(run_id=f"r{k + 1}")
+    p = stream_runs_pipeline(**where)
+    job = p.plan()
+    spec = pipeline_spec(job, p.settings, checkpoint_dir=p.checkpoint_dir)
+    log = logging.getLogger("test")
+
+    def run(run_id):
+        return SimpleNamespace(dag_id="clicks", run_id=run_id, run_key=run_id)
+
+    with pytest.raises(AirflowFailException, match="only the latest run can be re-run"):
+        begin(job, spec, run("r1"), {"params": {"drain": False}}, False, log)
+    assert begin(job, spec, run("r2"), {"params": {"drain": False}}, False, log)["seq"] == 2
