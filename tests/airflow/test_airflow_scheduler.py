@@ -27,6 +27,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -326,6 +327,26 @@ def _runs(env, dag_id: str) -> list:
     return json.loads(listed[-1]) if out.returncode == 0 and listed else []
 
 
+def sink_rows(output_dir: str) -> Counter:
+    """Every line of every published part file, per sink directory."""
+    rows: Counter = Counter()
+    for sink in sorted(os.listdir(output_dir)):
+        for name in sorted(os.listdir(os.path.join(output_dir, sink))):
+            if not name.startswith((".", "_")):
+                with open(os.path.join(output_dir, sink, name)) as f:
+                    rows.update((sink, json.dumps(json.loads(line), sort_keys=True)) for line in f)
+    return rows
+
+
+def one_streaming_run(module, slices, tmp_path) -> Counter:
+    """The reference: the same pipeline, no checkpoint_dir, all files, one run (in process)."""
+    ref_in, ref_out = str(tmp_path / "ref_in"), str(tmp_path / "ref_out")
+    for k, part in enumerate(slices):
+        module.drop_slice(ref_in, k, part)
+    module.stream_runs_pipeline(ref_in, ref_out, None).execute_local(run_id="reference")
+    return sink_rows(ref_out)
+
+
 def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path):
     """Three (or more) scheduled runs, a slice of files dropped after each, then a run
     triggered with {"drain": true}: the published outputs equal one STREAMING run over all
@@ -333,8 +354,6 @@ def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path
     env = stack["env"]
     sys.path.insert(0, str(REPO / "dags"))
     import flinkchain_stream_runs as example
-    sys.path.insert(0, os.path.dirname(__file__))
-    from test_stream_runs_dag import one_streaming_run, sink_rows
 
     root = Path(env["AIRFLOW_HOME"]) / "flinkchain" / "af_stream"
     incoming, output = str(root / "incoming"), str(root / "output")
