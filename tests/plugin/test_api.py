@@ -171,23 +171,32 @@ def test_nav_page_lists_pipelines_with_links_to_their_tabs(client, tokens):
     assert "target=" not in page.text and 'src="../static/airflow_frame.js"' in page.text
 
 
-def test_sources_and_sinks_link_to_the_assets_airflow_knows(client, tokens, seeded):
+def test_sources_and_sinks_link_to_the_assets_airflow_knows(client, tokens, tmp_path, monkeypatch):
     """plan["assets"] (recorded by the setup task) becomes `links` to Airflow's asset pages,
-    by the asset ids of the metadata DB; an asset Airflow has not registered gets none."""
+    by the asset ids of the metadata DB; an asset Airflow has not registered gets none.
+    (A store of its own: the package's store is the one the browser test reads.)"""
     from airflow.models.asset import AssetModel
     from airflow.utils.session import create_session
+
+    from airflow_flinkchain.store import RunStore
+
+    monkeypatch.setenv("FLINKCHAIN_STORE_URL", f"sqlite:///{tmp_path / 'store.db'}")
 
     assets = [{"operator": "read_orders", "chain": "read_orders", "role": "source",
                "uri": "file:///data/orders", "name": "orders.raw"},
               {"operator": "write_totals", "chain": "by_customer", "role": "sink",
                "uri": "file:///data/totals", "name": "orders.totals"}]
-    seeded.record_plan("asset_links_dag", plan(pipeline="with_assets", assets=assets))
+    RunStore().record_plan("asset_links_dag", plan(pipeline="with_assets", assets=assets))
     with create_session() as session:
         row = AssetModel(name="orders.totals", uri="file:///data/totals")
         session.add(row)
         session.flush()
         totals_id = row.id
-    answer = client.get("/api/pipelines/asset_links_dag", headers=auth(tokens["viewer"])).json()
+    try:
+        answer = client.get("/api/pipelines/asset_links_dag", headers=auth(tokens["viewer"])).json()
+    finally:
+        with create_session() as session:
+            session.delete(session.get(AssetModel, totals_id))
     ops = {op["key"]: op for chain in answer["plan"]["chains"] for op in chain["operators"]}
     assert ops["write_totals"]["links"] == [{"href": f"assets/{totals_id}", "text": "orders.totals"}]
     assert "links" not in ops["read_orders"]  # not registered in Airflow (yet)

@@ -46,8 +46,10 @@ def stack(airflow_env, plugin_store_url, users):
 
     from tests.plugin.conftest import AIRFLOW_HOME
 
-    seed_store(RunStore())
-    stack = UiStack(AIRFLOW_HOME, dict(os.environ))
+    # A store of its own: other plugin tests seed the package's store with other runs of orders_dag.
+    url = f"sqlite:///{AIRFLOW_HOME / 'browser_store.db'}"
+    seed_store(RunStore(url))
+    stack = UiStack(AIRFLOW_HOME, {**os.environ, "FLINKCHAIN_STORE_URL": url})
     try:
         stack.trigger_runs(users["admin"])
         yield stack
