@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_flinkchain.demo_stream import sink_rows
+
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow]
 
 # The orders pipeline of the docs: chains orders (orders -> parse -> valid -> flag_late),
@@ -325,17 +327,6 @@ def _runs(env, dag_id: str) -> list:
     out = airflow(env, "dags", "list-runs", dag_id, "-o", "json")
     listed = [l for l in out.stdout.splitlines() if l.startswith("[")]
     return json.loads(listed[-1]) if out.returncode == 0 and listed else []
-
-
-def sink_rows(output_dir: str) -> Counter:
-    """Every line of every published part file, per sink directory."""
-    rows: Counter = Counter()
-    for sink in sorted(os.listdir(output_dir)):
-        for name in sorted(os.listdir(os.path.join(output_dir, sink))):
-            if not name.startswith((".", "_")):
-                with open(os.path.join(output_dir, sink, name)) as f:
-                    rows.update((sink, json.dumps(json.loads(line), sort_keys=True)) for line in f)
-    return rows
 
 
 def one_streaming_run(module, slices, tmp_path) -> Counter:

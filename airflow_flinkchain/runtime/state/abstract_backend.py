@@ -87,6 +87,25 @@ class AggregatingStateLogic:
     def merge_values(self, a: Any, b: Any) -> Any:
         return self._agg.merge(a, b)
 
+
+class MapStateViews:
+    """MapState's read views over a backend's `_all_items()` (live (key, value) pairs), the
+    same for the heap and the RocksDB backend."""
+
+    __slots__ = ()
+
+    def items(self) -> Iterable[Any]:
+        return self._all_items()
+
+    def keys(self) -> Iterable[Any]:
+        return [k for k, _ in self._all_items()]
+
+    def values(self) -> Iterable[Any]:
+        return [v for _, v in self._all_items()]
+
+    def is_empty(self) -> bool:
+        return not self._all_items()
+
 class Ttl:
     """The TTL settings of one state, resolved once."""
 

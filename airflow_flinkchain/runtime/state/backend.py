@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 from airflow_flinkchain.runtime.state.abstract_backend import (
     AbstractKeyedStateBackend,
     AggregatingStateLogic,
+    MapStateViews,
     Ttl,
     kind_of,
     restored_entry,
@@ -235,7 +236,7 @@ class HeapListState(_HeapState, ListState):
         return iter(self.get())
 
 
-class HeapMapState(_HeapState, MapState):
+class HeapMapState(_HeapState, MapStateViews, MapState):
     """Stored as a dict; with TTL the dict's values are (value, last_access)."""
 
     __slots__ = ()
@@ -298,7 +299,7 @@ class HeapMapState(_HeapState, MapState):
             return key in d
         return self._live(d, key, self._ttl.clock())[0]
 
-    def _snapshot_items(self) -> List[Tuple[Any, Any]]:
+    def _all_items(self) -> List[Tuple[Any, Any]]:
         d = self._dict()
         if d is None:
             return []
@@ -313,18 +314,6 @@ class HeapMapState(_HeapState, MapState):
         if not d:
             self.clear()
         return items
-
-    def items(self) -> Iterable[Tuple[Any, Any]]:
-        return self._snapshot_items()
-
-    def keys(self) -> Iterable[Any]:
-        return [k for k, _ in self._snapshot_items()]
-
-    def values(self) -> Iterable[Any]:
-        return [v for _, v in self._snapshot_items()]
-
-    def is_empty(self) -> bool:
-        return not self._snapshot_items()
 
 
 _STATE_CLASS = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
-from airflow_flinkchain.runtime.state.abstract_backend import AggregatingStateLogic
+from airflow_flinkchain.runtime.state.abstract_backend import AggregatingStateLogic, MapStateViews
 from airflow_flinkchain.runtime.state.key_serializer import frame, serialize_key
 from airflow_flinkchain.state import AggregatingState, ListState, MapState, ReducingState, ValueState
 
@@ -218,7 +218,7 @@ class RocksDBListState(_RocksState, ListState):
         return iter(self.get())
 
 
-class RocksDBMapState(_RocksState, MapState):
+class RocksDBMapState(_RocksState, MapStateViews, MapState):
     """One entry per map key: the map key's bytes after the key's prefix, the value
     (map key, value) pickled; with TTL the value is (value, last_access)."""
 
@@ -269,7 +269,7 @@ class RocksDBMapState(_RocksState, MapState):
         self._changed()
         self._backend.delete_prefix(self._prefix())
 
-    def _items(self) -> List[Tuple[Any, Any]]:
+    def _all_items(self) -> List[Tuple[Any, Any]]:
         entries = [(k, loads(v)) for k, v in self._backend.scan(self._prefix())]
         if self._ttl is None:
             return [pair for _k, pair in entries]
@@ -280,18 +280,6 @@ class RocksDBMapState(_RocksState, MapState):
             if present:
                 items.append((map_key, value))
         return items
-
-    def items(self) -> Iterable[Tuple[Any, Any]]:
-        return self._items()
-
-    def keys(self) -> Iterable[Any]:
-        return [k for k, _ in self._items()]
-
-    def values(self) -> Iterable[Any]:
-        return [v for _, v in self._items()]
-
-    def is_empty(self) -> bool:
-        return not self._items()
 
 
 STATE_CLASSES = {
