@@ -56,10 +56,9 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
     where = f"pipeline {spec.pipeline!r}"
     active = active_run_count(context)
     if active is not None and active > 1:
-        raise AirflowFailException(
-            f"{where}: {active} runs of DAG {run.dag_id!r} are running; a stream (checkpoint_dir "
-            f"{spec.checkpoint_dir}) runs one run at a time (max_active_runs=1): this run is refused, trigger "
-            "it again when the other run finished")
+        refuse(run, f"{where}: {active} runs of DAG {run.dag_id!r} are running; a stream (checkpoint_dir "
+                    f"{spec.checkpoint_dir}) runs one run at a time (max_active_runs=1): this run is refused, "
+                    "trigger it again when the other run finished")
     drain = drain_requested(context)
     checkpoint_dir = spec.checkpoint_dir
     try:
@@ -77,10 +76,21 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
             stream = begin_stream_run(job, checkpoint_dir, run.run_key, drain=drain,
                                       allow_non_restored_state=allow_non_restored_state)
         except StreamRunError as exc:
-            raise AirflowFailException(f"{where}, run {run.run_id!r}: {exc}") from exc
+            refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
     log.info("%s: stream run %s (seq %s) restores checkpoint %s%s", where, run.run_key, stream.seq, stream.base,
              ", drain" if stream.drain else "")
     return {"checkpoint_dir": checkpoint_dir, "base": stream.base, "seq": stream.seq, "drain": stream.drain}
+
+
+def refuse(run: Any, message: str, cause: Optional[BaseException] = None) -> None:
+    """Fail the setup task without retries, and record the refusal in the run store: a refused
+    re-run of a run that succeeded before must not stay "success" on the Chains tab."""
+    from airflow_flinkchain.airflow.run_context import run_store, store_call
+
+    store = run_store()
+    if store is not None:
+        store_call("refuse_run", store.refuse_run, run.dag_id, run.run_id, message)
+    raise AirflowFailException(message) from cause
 
 
 def check_begun(spec: PipelineSpec, run: Any, where: str) -> None:

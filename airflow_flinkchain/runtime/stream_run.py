@@ -199,12 +199,19 @@ class ChainStreamStep:
                 o["shared"] += s.get("shared", [])
                 if s["watermark"] is not None:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
+        for key, sink in self.sinks.items():
+            sink["records"] = sum(int((r.get("written") or {}).get(key, 0)) for r in reports)
         doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
                "sinks": self.sinks}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
         return doc
+
+    def staged_outputs(self, outputs: list) -> list:
+        """The chain's `outputs` (metrics document) with no path for the file sinks it staged:
+        their files are published by the run's commit (`published_sinks`), not where they are now."""
+        return [{**o, "path": None, "staged": True} if o.get("sink") in self.sinks else o for o in outputs]
 
     def discard(self) -> None:
         if self.stage.exists():
@@ -243,7 +250,11 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     for chain_id, doc in docs.items():
         manifest["operators"].update(doc["operators"])
         manifest["sources"].update(doc["sources"])
-        manifest["sinks"].update({k: {**v, "chain": chain_id} for k, v in doc["sinks"].items()})
+        for key, sink in doc["sinks"].items():
+            staged_parts = sink_dir(chain_dir(staged, chain_id), key)
+            parts = sorted(p.rsplit("/", 1)[-1] for p in staged_parts.list_files()) if staged_parts.exists() else []
+            manifest["sinks"][key] = {**sink, "chain": chain_id,
+                                      "files": [published_name(run.seq, name) for name in parts]}
         manifest["chains"][chain_id] = {"state_bytes": sum(o["bytes"] for o in doc["operators"].values())}
     for leftover in ("_attempts", "_trash"):
         if staged.join(leftover).exists():
@@ -308,19 +319,38 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
         target = Location(sink["target"])
         target.makedirs()
         for path in staged.list_files():
-            name = path.rsplit("/", 1)[-1]
-            final = target.join(f"part-{manifest['seq']:06d}-{name[len('part-'):]}" if name.startswith("part-")
-                                else f"part-{manifest['seq']:06d}-{name}")
+            final = target.join(published_name(manifest["seq"], path.rsplit("/", 1)[-1]))
             target.fs.move(path, final.path)
             published.append(final.uri)
         staged.delete()
     return published
 
 
+def published_name(seq: int, staged_name: str) -> str:
+    """The final name of a staged sink part: the run's sequence number first, so that runs
+    never overwrite each other's parts."""
+    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
+    return f"part-{seq:06d}-{rest}"
+
+
+def published_sinks(manifest: dict) -> dict:
+    """Per file sink key of a committed run (its manifest): where its output was published,
+    `{"path": the sink's directory, "files": the run's part files there, "records",
+    "checkpoint", "seq"}`. What the commit step announces (asset events, lineage, run store)."""
+    out = {}
+    for key, sink in manifest["sinks"].items():
+        target = Location(sink["target"])
+        out[key] = {"path": target.uri, "files": [target.join(name).uri for name in sink.get("files", [])],
+                    "records": int(sink.get("records") or 0), "chain": sink["chain"],
+                    "checkpoint": manifest["checkpoint"], "seq": manifest["seq"]}
+    return out
+
+
 def stream_result(manifest: dict) -> dict:
     """What a runner's result says about the committed run."""
-    return {k: manifest[k] for k in ("checkpoint", "seq", "run_id", "drained", "sources", "operators", "chains")}
+    return {**{k: manifest[k] for k in ("checkpoint", "seq", "run_id", "drained", "sources", "operators", "chains")},
+            "sinks": published_sinks(manifest)}
 
 
 __all__ = ["ChainStreamStep", "StreamRun", "StreamRunError", "begin_stream_run", "commit_stream_run",
-           "publish_sinks", "stream_result"]
+           "publish_sinks", "published_name", "published_sinks", "stream_result"]
