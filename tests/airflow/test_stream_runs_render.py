@@ -51,6 +51,15 @@ def test_commit_task_after_every_chain_before_the_teardown():
     assert tasks.teardown.is_teardown
 
 
+def test_the_sinks_are_outlets_of_the_commit_not_of_the_chains():
+    """A stream run's chain tasks only stage their sinks: the asset events come from the commit."""
+    dag, tasks = render(pipeline())
+    assert {a.uri for a in tasks.commit.outlets} == {"file:///out/page_views", "file:///out/sessions"}
+    assert [r.operator for r in tasks.commit.asset_refs] == ["page_views_json", "sessions_json"]
+    assert all(t.outlets == [] for t in tasks.chains.values())
+    assert {a.uri for a in tasks.chains["clicks"].inlets} == {"file:///in/clicks"}  # sources stay inlets
+
+
 def test_dag_runs_one_run_at_a_time_and_has_the_drain_param():
     dag, _ = render(pipeline())
     assert dag.max_active_runs == 1
