@@ -116,3 +116,25 @@ def test_checkpoints_command_lists_verifies_and_restores(area, capsys):
     assert capsys.readouterr().out.splitlines() == ["chk-000001 is the latest checkpoint (run 'r1', seq 1)",
                                                     "deleted chk-000002"]
     assert sorted(next_run(log, ckpt, "r3").output("rolling")) == outputs[1]
+
+
+def test_an_operator_uid_starting_with_an_underscore_is_found(tmp_path):
+    """Hidden-file rules (names starting with '_' are skipped by readers of data directories)
+    do not apply to the snapshot files a checkpoint lists."""
+    from airflow_flinkchain import StreamPipeline
+    from tests.conformance_cases import first_field, sum_values
+    from tests.streamruns.partitioned_log import PartitionedLog
+
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+
+    def run(run_id):
+        p = StreamPipeline("u", runtime_mode="streaming", checkpoint_dir=ckpt)
+        p.from_source(PartitionedLog(directory=log), name="log").uid("log").key_by(first_field) \
+            .reduce(sum_values).uid("_sum").collect("out")
+        return p.execute_local(run_id=run_id).output("out")
+
+    append(log, "p0", [("a", 1, 0)])
+    run("r1")
+    append(log, "p0", [("a", 2, 0)])
+    assert [r[1] for r in run("r2")] == [3]
+    assert main(["checkpoints", ckpt, "--verify"]) == 0

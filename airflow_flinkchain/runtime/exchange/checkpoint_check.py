@@ -31,7 +31,7 @@ def verify_checkpoint(area: CheckpointArea, n: int, read_snapshots: bool = False
     chk = area.checkpoint(n)
     for chain_id in manifest["chains"]:
         area.read_doc(chain_dir(chk, chain_id).join(CHAIN_DOC), f"the document of chain {chain_id!r} in {name}")
-    present = set(chk.list_files()) | set(area.shared().list_files())
+    present = _all_files(chk) | _all_files(area.shared())
     for key, operator in sorted(manifest["operators"].items()):
         files = [(operator_file(chain_dir(chk, operator["chain"]), key, k),
                   f"the snapshot of operator {key!r}, subtask {k}, in {name},") for k in range(operator["parallelism"])]
@@ -45,6 +45,16 @@ def verify_checkpoint(area: CheckpointArea, n: int, read_snapshots: bool = False
             elif loc.path not in present:
                 raise missing_file(loc, what, root)
     return manifest
+
+
+def _all_files(loc: Location) -> set:
+    """Every file below `loc` (fs paths), '_' and '.' names too (an operator uid may start with '_')."""
+    from pyarrow import fs as pafs
+
+    if not loc.exists():
+        return set()
+    return {i.path for i in loc.fs.get_file_info(pafs.FileSelector(loc.path, recursive=True))
+            if i.type == pafs.FileType.File}
 
 
 def list_checkpoints(area: CheckpointArea) -> dict:
