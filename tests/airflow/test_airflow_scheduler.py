@@ -399,6 +399,10 @@ def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path
     assert [r[0].rsplit("/", 1)[-1] for r in stream["clicks"]["read"]["clicks"]] == ["clicks-0000.json"]
     sessions = stream["sessions"]["operators"]["sessions"]
     assert sessions["stateful"] and sessions["bytes"] > 0 and sessions["watermark"] is not None
+    # the sinks' path in the run store: where the commit published, not the chain's staging
+    sinks = {o["sink"]: o["path"] for c in chains.values() for o in c["outputs"] if o.get("sink")}
+    assert sinks == {"page_views_json": os.path.join(output, "page_views"),
+                     "sessions_json": os.path.join(output, "sessions")}, sinks
     if os.path.exists(CHROMIUM):
         path = urllib.parse.quote(f"/flinkchain/ui/dag/{STREAM_DAG}?run_id={urllib.parse.quote(first, safe='')}",
                                   safe="/")
