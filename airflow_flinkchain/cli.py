@@ -1,4 +1,10 @@
-"""`flinkchain plan DAG_FILE [--format text|json|dot|mermaid] [--strategy flink|none]`.
+"""`flinkchain plan DAG_FILE [--format text|json|dot|mermaid] [--strategy flink|none]`;
+`flinkchain checkpoints CHECKPOINT_DIR [--verify [N]] [--restore N] [--json]`.
+
+`checkpoints` lists the checkpoints of a stream's `checkpoint_dir` with their runs (and
+the runs in progress); `--verify` reads every file of one checkpoint (default: the
+latest), exit status 1 when one is missing or damaged, naming it; `--restore N` makes
+checkpoint N the latest again (docs/stream-runs.md, "Damaged checkpoints").
 
 Imports the DAG file the way Airflow's DAG processor would (its folder on
 sys.path) but starts nothing: no scheduler, no Spark. Pipelines are found
@@ -72,7 +78,76 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--format", "-f", choices=FORMATS, default="text")
     plan.add_argument("--strategy", "-s", choices=("flink", "none"), default="flink",
                       help="chaining strategy: Flink's rules (default) or none (every operator alone)")
+    chk = sub.add_parser("checkpoints", help="list the checkpoints of a stream's checkpoint_dir and their runs")
+    chk.add_argument("checkpoint_dir")
+    chk.add_argument("--verify", nargs="?", type=int, const=-1, default=None, metavar="N",
+                     help="read every file of checkpoint N (default: the latest); exit 1 naming a bad file")
+    chk.add_argument("--restore", type=int, metavar="N",
+                     help="make checkpoint N the latest again: later checkpoints and the sink files their "
+                          "runs published are deleted (the next run reads their input again)")
+    chk.add_argument("--json", action="store_true", help="print the listing as JSON")
     return parser
+
+
+def checkpoints_command(checkpoint_dir: str, verify: Optional[int], restore: Optional[int], as_json: bool) -> int:
+    import json
+
+    from airflow_flinkchain.runtime.exchange.checkpoint_check import (list_checkpoints, restore_checkpoint,
+                                                                      verify_checkpoint)
+    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea, CheckpointFileError
+
+    area = CheckpointArea(checkpoint_dir)
+    if not area.root.exists():
+        print(f"flinkchain: no checkpoint_dir at {checkpoint_dir}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if restore is not None:
+            done = restore_checkpoint(area, restore)
+            print(f"{area.checkpoint_name(restore)} is the latest checkpoint (run {done['pointer']['run_id']!r}, "
+                  f"seq {done['pointer']['seq']})")
+            for deleted in done["deleted"]:
+                print(f"deleted {deleted}")
+            return EXIT_OK
+        listing = list_checkpoints(area)
+        if verify is not None:
+            n = verify if verify >= 0 else (listing["latest"] or {}).get("checkpoint")
+            if n is None:
+                print("flinkchain: no latest checkpoint to verify; give its number", file=sys.stderr)
+                return EXIT_USAGE
+            verify_checkpoint(area, n, read_snapshots=True)
+            print(f"{area.checkpoint_name(n)}: every file read")
+            return EXIT_OK
+    except CheckpointFileError as exc:
+        print(f"flinkchain: {exc}", file=sys.stderr)
+        return EXIT_PLANNING
+    if as_json:
+        print(json.dumps(listing, indent=1, default=str))
+        return EXIT_OK
+    print(_checkpoint_listing(area, listing))
+    return EXIT_PLANNING if listing["pointer_error"] else EXIT_OK
+
+
+def _checkpoint_listing(area, listing: dict) -> str:
+    lines = [f"checkpoint_dir {area.root.uri}"]
+    if listing["pointer_error"]:
+        lines.append(f"pointer: {listing['pointer_error']}")
+    elif listing["latest"] is None:
+        lines.append("no committed checkpoint yet")
+    for c in listing["checkpoints"]:
+        name = area.checkpoint_name(c["checkpoint"])
+        if c["error"]:
+            lines.append(f"{name}  DAMAGED: {c['error']}")
+            continue
+        base = area.checkpoint_name(c["base"]) if c["base"] is not None else "none"
+        lines.append(f"{name}  run {c['run_id']}  seq {c['seq']}  base {base}  committed {c['committed_at']}"
+                     + ("  drained" if c["drained"] else "") + ("  LATEST" if c["latest"] else ""))
+    for r in listing["runs"]:
+        base = area.checkpoint_name(r["base"]) if r["base"] is not None else "none"
+        lines.append(f"run in progress: {r['run_id']} (on {base})")
+    if listing["history"]:
+        lines.append("committed runs: " + ", ".join(f"{run} -> {area.checkpoint_name(n)}"
+                                                    for run, n in listing["history"]))
+    return "\n".join(lines)
 
 
 def plan_command(path: Path, fmt: str, strategy: str) -> int:
@@ -109,6 +184,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "plan":
         return plan_command(args.dag_file, args.format, args.strategy)
+    if args.command == "checkpoints":
+        return checkpoints_command(args.checkpoint_dir, args.verify, args.restore, args.json)
     return EXIT_USAGE  # pragma: no cover - argparse requires a command
 
 

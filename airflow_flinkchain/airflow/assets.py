@@ -153,6 +153,14 @@ def event_extra(ref: AssetRef, committed: dict, run: Any, pipeline: Any, chain_i
     }
 
 
+def published_extra(ref: AssetRef, published: dict, run: Any, pipeline: Any) -> dict:
+    """The extra of a stream run's sink event, emitted by the commit step once the run's files
+    are published (`stream_run.published_sinks`): the sink's directory in `path`, the run's
+    part files there in `files` (read exactly these), the checkpoint that committed them."""
+    return {**event_extra(ref, published, run, pipeline, published["chain"]),
+            "files": list(published["files"]), "checkpoint": published["checkpoint"], "seq": published["seq"]}
+
+
 # ---- URI conventions ------------------------------------------------------------------
 
 def file_uri(path: str) -> str:

@@ -14,10 +14,10 @@ fixed and cleared without re-running the whole pipeline.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-from airflow_flinkchain.airflow.assets import plan_assets
-from airflow_flinkchain.airflow.compat import AirflowFailException, BaseOperator
+from airflow_flinkchain.airflow.assets import AssetRef, plan_assets, published_extra
+from airflow_flinkchain.airflow.compat import AirflowException, AirflowFailException, BaseOperator
 from airflow_flinkchain.airflow.run_context import PipelineRun, check_spark_connection, run_store, store_call
 from airflow_flinkchain.airflow.spec import PipelineSpec
 
@@ -83,23 +83,57 @@ class PipelineSetupOperator(_PipelineTask):
 
 class StreamCommitOperator(_PipelineTask):
     """Commits one stream run (its snapshot and sink outputs) after every chain succeeded;
-    a retry finishes an interrupted commit (docs/stream-runs.md)."""
+    a retry finishes an interrupted commit (docs/stream-runs.md). The run's file sinks are
+    this task's outlets: their asset events (and OpenLineage outputs) come from here, after
+    the publication, naming the published files."""
 
     ui_color = "#e3f4e1"
-    shallow_copy_attrs = ("pipeline", "pipeline_spec", "strategy")
+    shallow_copy_attrs = ("pipeline", "pipeline_spec", "strategy", "asset_refs")
 
-    def __init__(self, *, strategy: Any = None, **kwargs: Any):
+    def __init__(self, *, strategy: Any = None, asset_refs: tuple[AssetRef, ...] = (), **kwargs: Any):
+        kwargs["outlets"] = [*(kwargs.get("outlets") or []), *(r.asset() for r in asset_refs)]
         super().__init__(**kwargs)
         self.strategy = strategy
+        self.asset_refs = tuple(asset_refs)
+        self._summary: Optional[dict] = None
 
     def execute(self, context) -> dict:
         from airflow_flinkchain.airflow import stream_runs
 
         run = self._run(context)
-        summary = stream_runs.commit(self.pipeline.plan(self.strategy), self.pipeline_spec, run)
+        summary = self._summary = stream_runs.commit(self.pipeline.plan(self.strategy), self.pipeline_spec, run)
         self.log.info("%s: run %s committed checkpoint %s (seq %s%s)", self._where(), run.run_id,
                       summary["checkpoint"], summary["seq"], ", drained" if summary["drained"] else "")
+        published = summary["sinks"]
+        events = context.get("outlet_events")
+        for ref in self.asset_refs:
+            if ref.operator_key not in published:
+                raise AirflowException(f"{self._where()}: checkpoint {summary['checkpoint']} has no publication of "
+                                       f"sink {ref.operator!r}, so its asset {ref.uri!r} is not marked updated")
+            if events is not None:
+                events[ref.asset()].extra = published_extra(ref, published[ref.operator_key], run,
+                                                            self.pipeline_spec)
+        store = run_store()
+        if store is not None and published:
+            store_call("record_publication", store.record_publication, run.dag_id, run.run_id,
+                       {key: sink["path"] for key, sink in published.items()})
         return summary
+
+    # ---- OpenLineage (called by apache-airflow-providers-openlineage only) ------------------
+    def get_openlineage_facets_on_start(self):
+        from airflow_flinkchain.airflow.lineage import commit_lineage
+
+        return commit_lineage(self, None)
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        from airflow_flinkchain.airflow.lineage import commit_lineage
+
+        return commit_lineage(self, self._summary)
+
+    def get_openlineage_facets_on_failure(self, task_instance):
+        from airflow_flinkchain.airflow.lineage import commit_lineage
+
+        return commit_lineage(self, None)
 
 
 class PipelineTeardownOperator(_PipelineTask):

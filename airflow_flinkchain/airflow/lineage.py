@@ -5,8 +5,10 @@ Inputs and outputs are the chain's source and sink assets (`assets.py`), named
 by OpenLineage's dataset naming (namespace + name) from their asset URIs; typed
 sources/sinks carry a schema facet, committed sinks an output-statistics facet
 (records written); the job gets a `flinkchain_chain` facet listing the chain's
-operators. Imported only by those methods, which only the provider calls: without
-the provider nothing here is loaded.
+operators. In a stream run the sinks are the outputs of the commit task instead
+(`commit_lineage`): published there, each with a `flinkchain_publication` facet naming
+the run's part files and checkpoint. Imported only by those methods, which only the
+provider calls: without the provider nothing here is loaded.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import urllib.parse
 from typing import Any, Optional
 
 import attr
-from openlineage.client.generated.base import JobFacet
+from openlineage.client.generated.base import JobFacet, OutputDatasetFacet
 
 from airflow_flinkchain.airflow.assets import AssetRef
 
 #: Schema of the job facet (a custom facet: documented in docs/data-awareness.md).
 FACET_SCHEMA_URL = "https://github.com/airflow-flinkchain/airflow-flinkchain/docs/data-awareness.md#flinkchain_chain"
 JOB_FACET = "flinkchain_chain"
+PUBLICATION_FACET = "flinkchain_publication"
+PUBLICATION_SCHEMA_URL = ("https://github.com/airflow-flinkchain/airflow-flinkchain/docs/data-awareness.md"
+                          "#flinkchain_publication")
 PRODUCER = "https://github.com/airflow-flinkchain/airflow-flinkchain"
 
 
@@ -37,6 +42,21 @@ class FlinkChainJobFacet(JobFacet):
     @staticmethod
     def _get_schema() -> str:
         return FACET_SCHEMA_URL
+
+
+@attr.define
+class FlinkChainPublicationFacet(OutputDatasetFacet):
+    """Where a stream run published a sink's output: the sink's directory, the run's part
+    files there, and the checkpoint that committed them."""
+
+    path: str
+    files: list = attr.field(factory=list)
+    checkpoint: int = 0
+    seq: int = 0
+
+    @staticmethod
+    def _get_schema() -> str:
+        return PUBLICATION_SCHEMA_URL
 
 
 def dataset_name(uri: str) -> tuple[str, str]:
@@ -57,21 +77,17 @@ def dataset_name(uri: str) -> tuple[str, str]:
 
 def operator_lineage(op: Any, summary: Optional[dict], failed: bool = False):
     """The OperatorLineage of a chain task: on start (`summary` None), complete or failure."""
-    from airflow.providers.common.compat.openlineage.facet import (
-        Dataset, OutputStatisticsOutputDatasetFacet, SchemaDatasetFacet, SchemaDatasetFacetFields)
+    from airflow.providers.common.compat.openlineage.facet import Dataset, OutputStatisticsOutputDatasetFacet
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     written = _records_by_sink(summary) if summary and not failed else {}
 
     def dataset(ref: AssetRef) -> Any:
         namespace, name = dataset_name(ref.uri)
-        facets = {}
-        if ref.fields:
-            facets["schema"] = SchemaDatasetFacet(
-                fields=[SchemaDatasetFacetFields(name=n, type=t) for n, t in ref.fields])
-        ds = Dataset(namespace=namespace, name=name, facets=facets)
+        ds = Dataset(namespace=namespace, name=name, facets=_schema_facets(ref))
         if ref.operator_key in written:
-            ds = _as_output(ds, OutputStatisticsOutputDatasetFacet(rowCount=written[ref.operator_key]))
+            ds = _as_output(ds, {"outputStatistics": OutputStatisticsOutputDatasetFacet(
+                rowCount=written[ref.operator_key])})
         return ds
 
     refs = op.asset_refs
@@ -88,13 +104,43 @@ def operator_lineage(op: Any, summary: Optional[dict], failed: bool = False):
     )
 
 
+def commit_lineage(op: Any, summary: Optional[dict]):
+    """The OperatorLineage of a stream run's commit task: its outputs are the pipeline's sinks;
+    on completion (`summary`: the commit's result) each names what the run published."""
+    from airflow.providers.common.compat.openlineage.facet import Dataset, OutputStatisticsOutputDatasetFacet
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    published = (summary or {}).get("sinks") or {}
+    outputs = []
+    for ref in op.asset_refs:
+        namespace, name = dataset_name(ref.uri)
+        ds = Dataset(namespace=namespace, name=name, facets=_schema_facets(ref))
+        sink = published.get(ref.operator_key)
+        if sink is not None:
+            ds = _as_output(ds, {
+                "outputStatistics": OutputStatisticsOutputDatasetFacet(rowCount=sink["records"],
+                                                                       fileCount=len(sink["files"])),
+                PUBLICATION_FACET: FlinkChainPublicationFacet(path=sink["path"], files=list(sink["files"]),
+                                                              checkpoint=sink["checkpoint"], seq=sink["seq"],
+                                                              producer=PRODUCER)})
+        outputs.append(ds)
+    return OperatorLineage(inputs=[], outputs=outputs)
+
+
+def _schema_facets(ref: AssetRef) -> dict:
+    from airflow.providers.common.compat.openlineage.facet import SchemaDatasetFacet, SchemaDatasetFacetFields
+
+    if not ref.fields:
+        return {}
+    return {"schema": SchemaDatasetFacet(fields=[SchemaDatasetFacetFields(name=n, type=t) for n, t in ref.fields])}
+
+
 def _records_by_sink(summary: dict) -> dict[str, int]:
     return {o["sink"]: int(o.get("records") or 0) for o in summary.get("outputs") or [] if "sink" in o}
 
 
-def _as_output(ds: Any, stats: Any) -> Any:
+def _as_output(ds: Any, output_facets: dict) -> Any:
     """The provider turns plain Datasets into OutputDatasets; one with output facets is given as such."""
     from airflow.providers.common.compat.openlineage.facet import OutputDataset
 
-    return OutputDataset(namespace=ds.namespace, name=ds.name, facets=ds.facets,
-                         outputFacets={"outputStatistics": stats})
+    return OutputDataset(namespace=ds.namespace, name=ds.name, facets=ds.facets, outputFacets=output_facets)

@@ -110,13 +110,17 @@ def render_pipeline(
             **common,
         )
         chains: dict[str, Any] = {}
+        refs = {c.chain_id: chain_asset_refs(job_graph, c.chain_id) for c in spec.chains}
+        # a stream run's sinks are published by its commit: their events come from that task
+        published = tuple(r for c in spec.chains for r in refs[c.chain_id] if r.role == "sink") \
+            if spec.checkpoint_dir else ()
         for c in spec.chains:
             op = ChainSubmitOperator(
                 task_id=c.task_id,
                 task_display_name=c.display_name,
                 doc_md=c.doc_md,
                 chain_spec=c,
-                asset_refs=chain_asset_refs(job_graph, c.chain_id),
+                asset_refs=tuple(r for r in refs[c.chain_id] if r not in published),
                 dag=dag,
                 **common,
             )
@@ -144,6 +148,7 @@ def render_pipeline(
                 doc_md=_lifecycle_doc(spec, "commit"),
                 pipeline=pipeline,
                 strategy=strategy,
+                asset_refs=published,
                 dag=dag,
                 **common,
             )
@@ -173,7 +178,8 @@ def _lifecycle_doc(spec: PipelineSpec, which: str) -> str:
         return (
             f"### Commit of stream run of pipeline `{spec.pipeline}`\n\nRuns once every chain succeeded: the "
             f"run's snapshot becomes the latest checkpoint in `{spec.checkpoint_dir}` and its file sink outputs "
-            "are published (docs/stream-runs.md)."
+            "are published (docs/stream-runs.md); then the sinks' asset events are emitted, naming the "
+            "published files."
         )
     keep = "kept (keep_exchange=True)" if spec.keep_exchange else "dropped once every chain succeeded"
     return (

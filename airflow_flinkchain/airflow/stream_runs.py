@@ -9,7 +9,8 @@
   (all_success: never after a failed chain), commits the run.
 
 Refusals of the runtime (`StreamRunError`: a concurrent run, clearing a run that is not
-the latest) fail the task with `AirflowFailException`: no retry, the message says why.
+the latest) and damaged checkpoint files (`CheckpointFileError`) fail the task with
+`AirflowFailException`: no retry, the message says why and what to do.
 """
 
 from __future__ import annotations
@@ -50,23 +51,25 @@ def drain_requested(context: Any) -> bool:
 def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restored_state: bool, log) -> dict:
     """The setup task's part: refuse a second active run, then begin the run (or keep
     it, when the setup re-runs for a run in progress whose chains staged already)."""
-    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
+    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea, CheckpointFileError
     from airflow_flinkchain.runtime.stream_run import StreamRun, StreamRunError, begin_stream_run
 
     where = f"pipeline {spec.pipeline!r}"
     active = active_run_count(context)
     if active is not None and active > 1:
-        raise AirflowFailException(
-            f"{where}: {active} runs of DAG {run.dag_id!r} are running; a stream (checkpoint_dir "
-            f"{spec.checkpoint_dir}) runs one run at a time (max_active_runs=1): this run is refused, trigger "
-            "it again when the other run finished")
+        refuse(run, f"{where}: {active} runs of DAG {run.dag_id!r} are running; a stream (checkpoint_dir "
+                    f"{spec.checkpoint_dir}) runs one run at a time (max_active_runs=1): this run is refused, "
+                    "trigger it again when the other run finished")
     drain = drain_requested(context)
     checkpoint_dir = spec.checkpoint_dir
     try:
         current: Optional[StreamRun] = StreamRun.open(checkpoint_dir, run.run_key)
-    except StreamRunError:
+    except (StreamRunError, CheckpointFileError):  # not begun, or its record damaged: begin it anew
         current = None
-    latest = CheckpointArea(checkpoint_dir).read_latest()
+    try:
+        latest = CheckpointArea(checkpoint_dir).read_latest()
+    except CheckpointFileError as exc:
+        refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
     if current is not None and current.drain == drain and \
             current.expected_latest == (latest["checkpoint"] if latest else None):
         log.info("%s: stream run %s already begun on checkpoint %s; keeping its staged chains",
@@ -76,19 +79,34 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
         try:
             stream = begin_stream_run(job, checkpoint_dir, run.run_key, drain=drain,
                                       allow_non_restored_state=allow_non_restored_state)
-        except StreamRunError as exc:
-            raise AirflowFailException(f"{where}, run {run.run_id!r}: {exc}") from exc
+        except (StreamRunError, CheckpointFileError) as exc:
+            refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
     log.info("%s: stream run %s (seq %s) restores checkpoint %s%s", where, run.run_key, stream.seq, stream.base,
              ", drain" if stream.drain else "")
     return {"checkpoint_dir": checkpoint_dir, "base": stream.base, "seq": stream.seq, "drain": stream.drain}
 
 
+def refuse(run: Any, message: str, cause: Optional[BaseException] = None) -> None:
+    """Fail the setup task without retries, and record the refusal in the run store: a refused
+    re-run of a run that succeeded before must not stay "success" on the Chains tab. Also for
+    a damaged checkpoint: a retry cannot repair it (the message says what can)."""
+    from airflow_flinkchain.airflow.run_context import run_store, store_call
+
+    store = run_store()
+    if store is not None:
+        store_call("refuse_run", store.refuse_run, run.dag_id, run.run_id, message)
+    raise AirflowFailException(message) from cause
+
+
 def check_begun(spec: PipelineSpec, run: Any, where: str) -> None:
     """A chain task of a run whose staging is gone (another run began since) fails clearly."""
+    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointFileError
     from airflow_flinkchain.runtime.stream_run import StreamRun, StreamRunError
 
     try:
         StreamRun.open(spec.checkpoint_dir, run.run_key)
+    except CheckpointFileError as exc:
+        raise AirflowFailException(f"{where}: {exc}; or clear the whole run, setup task included") from exc
     except StreamRunError as exc:
         raise AirflowFailException(
             f"{where}: {exc}. Another run of the stream began after this one (concurrent runs of one stream "
@@ -97,11 +115,12 @@ def check_begun(spec: PipelineSpec, run: Any, where: str) -> None:
 
 def commit(job: Any, spec: PipelineSpec, run: Any) -> dict:
     """The commit task's part: commit, or finish a commit an earlier try began."""
+    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointFileError
     from airflow_flinkchain.runtime.stream_run import StreamRun, StreamRunError, commit_stream_run, stream_result
 
     where = f"pipeline {spec.pipeline!r}, run {run.run_id!r}"
     try:
         manifest = commit_stream_run(job, StreamRun.open(spec.checkpoint_dir, run.run_key))
-    except StreamRunError as exc:
+    except (StreamRunError, CheckpointFileError) as exc:
         raise AirflowFailException(f"{where}: {exc}") from exc
     return stream_result(manifest)

@@ -161,7 +161,9 @@ class SqlSource(Source):
     """The rows of `query` (SQLAlchemy; `params` bound), one dict per row, on one
     subtask. Give the database as a SQLAlchemy `url` or an Airflow `conn_id`.
     `incremental_column` (stream runs): each run reads the rows whose column is
-    above the value the last run ended at, in that column's order.
+    above the value the last run ended at, in that column's order; on PostgreSQL a
+    run first waits for the transactions in progress (one of them may commit a lower
+    value), elsewhere `settle` seconds (docs/stream-runs.md, "Sources").
 
     Examples:
         >>> SqlSource("select * from orders", url="postgresql://etl:secret@db/shop").describe()
@@ -173,11 +175,17 @@ class SqlSource(Source):
     conn_id: Optional[str] = None
     params: dict = field(default_factory=dict)
     incremental_column: Optional[str] = None  # stream runs: each run reads the rows above the last value read
+    #: stream runs on databases other than PostgreSQL and SQLite: seconds between taking a
+    #: run's upper value and reading up to it, for writers that took a lower value to commit
+    settle: float = 0.0
     parallel = False
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.conn_id is None):
             raise ValueError(f"SqlSource({self.query!r}) needs exactly one of url= or conn_id=")
+        if isinstance(self.settle, bool) or not isinstance(self.settle, (int, float)) or self.settle < 0:
+            raise ValueError(f"SqlSource({self.query!r}): settle must be a number of seconds >= 0, "
+                             f"got {self.settle!r}")
         super().__post_init__()
 
     def describe(self) -> str:

@@ -25,7 +25,8 @@ from airflow_flinkchain.io.sinks import FileSink, SqlSink
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
-                                                             read_json, sink_dir, write_json)
+                                                             sink_dir, write_json)
+from airflow_flinkchain.runtime.exchange.checkpoint_check import verify_checkpoint
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
@@ -59,13 +60,13 @@ class StreamRun:
         if not doc.exists():
             raise StreamRunError(f"stream run {run_id!r} of {checkpoint_dir!r} was not begun (no {doc.uri}); the "
                                  "setup step calls begin_stream_run() first, or the run was discarded by a later run")
-        recorded = read_json(doc)
+        recorded = CheckpointArea(checkpoint_dir).read_doc(doc, f"the record of stream run {run_id!r}")
         return cls(**{f.name: recorded[f.name] for f in fields(cls) if f.name in recorded})
 
     def base_manifest(self) -> Optional[dict]:
         if self.base is None:
             return None
-        return read_json(self.area.checkpoint(self.base).join(MANIFEST))
+        return self.area.manifest(self.base)
 
 
 def _now() -> str:
@@ -88,6 +89,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     latest = area.read_latest()
     if latest is not None:
         publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
+        verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
         base, seq = latest["base"], latest["seq"]  # the latest run again: replaces its checkpoint and outputs
@@ -199,12 +201,19 @@ class ChainStreamStep:
                 o["shared"] += s.get("shared", [])
                 if s["watermark"] is not None:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
+        for key, sink in self.sinks.items():
+            sink["records"] = sum(int((r.get("written") or {}).get(key, 0)) for r in reports)
         doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
                "sinks": self.sinks}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
         return doc
+
+    def staged_outputs(self, outputs: list) -> list:
+        """The chain's `outputs` (metrics document) with no path for the file sinks it staged:
+        their files are published by the run's commit (`published_sinks`), not where they are now."""
+        return [{**o, "path": None, "staged": True} if o.get("sink") in self.sinks else o for o in outputs]
 
     def discard(self) -> None:
         if self.stage.exists():
@@ -220,7 +229,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
         publish_sinks(area, latest["checkpoint"])
-        return read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
+        return area.manifest(latest["checkpoint"])
     if (latest["checkpoint"] if latest else None) != run.expected_latest:
         raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
@@ -235,7 +244,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
         if not doc.exists():
             raise StreamRunError(f"stream run {run.run_id!r}: chain {chain.id!r} did not finish; the run cannot commit")
-        docs[chain.id] = read_json(doc)
+        docs[chain.id] = area.read_doc(doc, f"the staged document of chain {chain.id!r}")
     n = max(area.checkpoints() + [0]) + 1
     manifest = {"pipeline": job.pipeline, "run_id": run.run_id, "checkpoint": n, "base": run.base, "seq": run.seq,
                 "drained": run.drain, "committed_at": _now(), "operators": {}, "sources": {}, "sinks": {},
@@ -243,7 +252,11 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     for chain_id, doc in docs.items():
         manifest["operators"].update(doc["operators"])
         manifest["sources"].update(doc["sources"])
-        manifest["sinks"].update({k: {**v, "chain": chain_id} for k, v in doc["sinks"].items()})
+        for key, sink in doc["sinks"].items():
+            staged_parts = sink_dir(chain_dir(staged, chain_id), key)
+            parts = sorted(p.rsplit("/", 1)[-1] for p in staged_parts.list_files()) if staged_parts.exists() else []
+            manifest["sinks"][key] = {**sink, "chain": chain_id,
+                                      "files": [published_name(run.seq, name) for name in parts]}
         manifest["chains"][chain_id] = {"state_bytes": sum(o["bytes"] for o in doc["operators"].values())}
     for leftover in ("_attempts", "_trash"):
         if staged.join(leftover).exists():
@@ -261,7 +274,7 @@ def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Opti
             break
         doc = area.checkpoint(n).join(MANIFEST)
         if doc.exists():
-            m = read_json(doc)
+            m = area.manifest(n)
             if m["run_id"] == run.run_id and m["base"] == run.base:
                 return n
     return None
@@ -278,7 +291,7 @@ def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dic
         if old not in (n, run.base):
             area.checkpoint(old).delete()
     _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
-    return read_json(area.checkpoint(n).join(MANIFEST))
+    return area.manifest(n)
 
 
 def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -> None:
@@ -286,7 +299,7 @@ def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -
     for n in retained:
         doc = area.checkpoint(n).join(MANIFEST)
         if doc.exists():
-            for o in read_json(doc)["operators"].values():
+            for o in area.manifest(n)["operators"].values():
                 referenced.update(Location(uri).path for uri in o.get("shared", ()))
     for path in area.shared().list_files():
         if path not in referenced:
@@ -299,7 +312,7 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
     chk = area.checkpoint(n)
     if not chk.join(MANIFEST).exists():
         return []
-    manifest = read_json(chk.join(MANIFEST))
+    manifest = area.manifest(n)
     published = []
     for key, sink in manifest["sinks"].items():
         staged = sink_dir(chain_dir(chk, sink["chain"]), key)
@@ -308,19 +321,38 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
         target = Location(sink["target"])
         target.makedirs()
         for path in staged.list_files():
-            name = path.rsplit("/", 1)[-1]
-            final = target.join(f"part-{manifest['seq']:06d}-{name[len('part-'):]}" if name.startswith("part-")
-                                else f"part-{manifest['seq']:06d}-{name}")
+            final = target.join(published_name(manifest["seq"], path.rsplit("/", 1)[-1]))
             target.fs.move(path, final.path)
             published.append(final.uri)
         staged.delete()
     return published
 
 
+def published_name(seq: int, staged_name: str) -> str:
+    """The final name of a staged sink part: the run's sequence number first, so that runs
+    never overwrite each other's parts."""
+    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
+    return f"part-{seq:06d}-{rest}"
+
+
+def published_sinks(manifest: dict) -> dict:
+    """Per file sink key of a committed run (its manifest): where its output was published,
+    `{"path": the sink's directory, "files": the run's part files there, "records",
+    "checkpoint", "seq"}`. What the commit step announces (asset events, lineage, run store)."""
+    out = {}
+    for key, sink in manifest["sinks"].items():
+        target = Location(sink["target"])
+        out[key] = {"path": target.uri, "files": [target.join(name).uri for name in sink.get("files", [])],
+                    "records": int(sink.get("records") or 0), "chain": sink["chain"],
+                    "checkpoint": manifest["checkpoint"], "seq": manifest["seq"]}
+    return out
+
+
 def stream_result(manifest: dict) -> dict:
     """What a runner's result says about the committed run."""
-    return {k: manifest[k] for k in ("checkpoint", "seq", "run_id", "drained", "sources", "operators", "chains")}
+    return {**{k: manifest[k] for k in ("checkpoint", "seq", "run_id", "drained", "sources", "operators", "chains")},
+            "sinks": published_sinks(manifest)}
 
 
 __all__ = ["ChainStreamStep", "StreamRun", "StreamRunError", "begin_stream_run", "commit_stream_run",
-           "publish_sinks", "stream_result"]
+           "publish_sinks", "published_name", "published_sinks", "stream_result"]

@@ -59,8 +59,16 @@ def _v4_stream_chains(conn: Connection) -> None:
     schema.stream_chains.create(conn, checkfirst=True)
 
 
+def _v5_run_error(conn: Connection) -> None:
+    """Why a run failed before its chains ran (a refused stream run). A store created at v1
+    by this version has the column already."""
+    table = schema.runs
+    if "error" not in {c["name"] for c in inspect(conn).get_columns(table.name)}:
+        conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN error {table.c.error.type.compile(dialect=conn.dialect)}"))
+
+
 STEPS: list[Callable[[Connection], None]] = [_v1_initial, _v2_operator_gauges, _v3_fractional_counters,
-                                             _v4_stream_chains]
+                                             _v4_stream_chains, _v5_run_error]
 LATEST_VERSION = len(STEPS)
 
 

@@ -82,6 +82,7 @@ def list_runs(conn: Connection, dag_id: str, *, limit: int = 50) -> list[dict]:
         {
             "run_id": r["run_id"],
             "state": r["state"],
+            "error": r["error"],
             "started_at": from_db_time(r["started_at"]),
             "ended_at": from_db_time(r["ended_at"]),
             "plan_hash": r["plan_hash"],
@@ -92,10 +93,10 @@ def list_runs(conn: Connection, dag_id: str, *, limit: int = 50) -> list[dict]:
 
 
 def latest_attempt_states(conn: Connection, dag_id: str, run_id: str) -> dict[str, str]:
-    return {chain: a["state"] for chain, (a, _) in _latest_attempts(conn, dag_id, run_id).items()}
+    return {chain: a["state"] for chain, (a, _) in latest_attempts(conn, dag_id, run_id).items()}
 
 
-def _latest_attempts(conn: Connection, dag_id: str, run_id: str) -> dict[str, tuple[dict, int]]:
+def latest_attempts(conn: Connection, dag_id: str, run_id: str) -> dict[str, tuple[dict, int]]:
     """chain_id -> (latest attempt row, number of attempts)."""
     rows = conn.execute(
         select(chain_attempts).where(chain_attempts.c.dag_id == dag_id, chain_attempts.c.run_id == run_id)
@@ -112,7 +113,7 @@ def get_run_metrics(conn: Connection, dag_id: str, run_id: str) -> Optional[dict
     run = conn.execute(select(runs).where(runs.c.dag_id == dag_id, runs.c.run_id == run_id)).mappings().first()
     if run is None:
         return None
-    latest = _latest_attempts(conn, dag_id, run_id)
+    latest = latest_attempts(conn, dag_id, run_id)
     order = _plan_order(conn, dag_id, run["plan_hash"])
     chain_ids = [c for c in order["chains"] if c in latest] + sorted(c for c in latest if c not in order["chains"])
     return {
@@ -121,6 +122,7 @@ def get_run_metrics(conn: Connection, dag_id: str, run_id: str) -> Optional[dict
         "pipeline": run["pipeline"],
         "plan_hash": run["plan_hash"],
         "state": run["state"],
+        "error": run["error"],
         "started_at": from_db_time(run["started_at"]),
         "ended_at": from_db_time(run["ended_at"]),
         "chains": [_chain_metrics(conn, chain_id, *latest[chain_id], order["operators"]) for chain_id in chain_ids],

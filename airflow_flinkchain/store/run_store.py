@@ -80,7 +80,8 @@ class RunStore:
         digest = self.record_plan(dag_id, plan, pipeline=pipeline) if plan is not None else None
 
         def write(conn: Connection) -> None:
-            values = {"state": RUNNING, "started_at": to_db_time(started_at) or utcnow(), "ended_at": None}
+            values = {"state": RUNNING, "started_at": to_db_time(started_at) or utcnow(), "ended_at": None,
+                      "error": None}
             current = _current_plan(conn, dag_id)
             values["plan_hash"] = digest or (current and current[1])
             values["pipeline"] = pipeline or (plan or {}).get("pipeline") or (current and current[0])
@@ -147,6 +148,33 @@ class RunStore:
 
         return self._transaction(write)
 
+    def refuse_run(self, dag_id: str, run_id: str, reason: str) -> None:
+        """Record that a run was refused before its chains ran (a stream run re-run while it is
+        not the latest, or a second run of a stream at once): failed, with the reason. A run
+        recorded earlier (the refused re-run of a committed run) keeps its chains' attempts,
+        which belong to its earlier try."""
+
+        def write(conn: Connection) -> None:
+            _upsert_run(conn, dag_id, run_id, {"state": FAILED, "ended_at": utcnow(), "error": reason})
+
+        self._transaction(write)
+
+    def record_publication(self, dag_id: str, run_id: str, sinks: dict[str, str]) -> int:
+        """A stream run's commit published its file sinks: {sink operator key: path}. The sink
+        outputs of the run's latest chain attempts get that path (the chains staged them
+        elsewhere). Returns the number of outputs updated."""
+
+        def write(conn: Connection) -> int:
+            pks = [a["id"] for a, _ in queries.latest_attempts(conn, dag_id, run_id).values()]
+            done = 0
+            for key, path in sinks.items():
+                done += conn.execute(update(attempt_outputs).where(
+                    attempt_outputs.c.attempt_pk.in_(pks), attempt_outputs.c.kind == "sink",
+                    attempt_outputs.c.name == key).values(path=path)).rowcount
+            return done
+
+        return self._transaction(write)
+
     # ---- reads (see queries.py for the shapes) --------------------------------
 
     def list_pipelines(self) -> list[dict]:
@@ -207,7 +235,7 @@ def _upsert_run(conn: Connection, dag_id: str, run_id: str, values: dict) -> Non
     if conn.scalar(select(runs.c.state).where(key)) is None:
         conn.execute(insert(runs).values(dag_id=dag_id, run_id=run_id, **{"state": RUNNING, **values}))
     else:
-        values = {k: v for k, v in values.items() if v is not None or k == "ended_at"}
+        values = {k: v for k, v in values.items() if v is not None or k in ("ended_at", "error")}
         conn.execute(update(runs).where(key).values(**values))
 
 

@@ -119,6 +119,7 @@ runs = Table(
     Column("state", String(20), nullable=False),  # running | success | failed
     Column("started_at", DateTime),
     Column("ended_at", DateTime),
+    Column("error", Text),  # why the run failed before any chain ran (a refused stream run)
 )
 
 chain_attempts = Table(

@@ -14,6 +14,7 @@ table checked."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -83,6 +84,50 @@ def stop_group(proc: subprocess.Popen, grace: float = 45) -> None:
     proc.poll()
 
 
+@contextlib.contextmanager
+def airflow_stack(base_env: dict, tmp_path: Path, **env_overrides: str):
+    """Airflow's api-server (on a free loopback port), scheduler and dag-processor, as one
+    process group, with LocalExecutor; yields {"base", "env", "log" (path), "log_file"} and
+    stops the group on exit. `env_overrides`: more AIRFLOW__* settings of this stack."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        **base_env,
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": base,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "flinkchain-test-secret",
+        "AIRFLOW__API__WORKERS": "1",
+        # On a loaded machine (SQLite, other jobs) one execution-API call can take tens of seconds:
+        # the default 5 s timeout made the supervisor give up on the task's first call.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "90",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only the DAGs run here get unpaused
+        # Anyone who opens /auth/token/login is an admin: lets headless chromium sign in.
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        **env_overrides,
+    }
+    exe = os.path.join(os.path.dirname(sys.executable), "airflow")
+    log_path = tmp_path / "airflow-components.log"
+    log = open(log_path, "w")
+    # One new session = one process group for all three components: stopped together below.
+    group = subprocess.Popen(
+        ["bash", "-c",
+         # The API server first: workers report to it (execution API); then the scheduler and parser.
+         f"'{exe}' api-server --port {port} & "
+         f"for i in $(seq 180); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 1; done; "
+         f"'{exe}' scheduler & '{exe}' dag-processor & wait"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield {"base": base, "env": env, "log": log_path, "log_file": log}
+    finally:
+        stop_group(group)
+        log.close()
+
+
 def trigger_and_unpause(env, dag_id: str) -> None:
     deadline = time.time() + 300
     while True:  # the dag-processor must have serialized the DAG first
@@ -114,49 +159,14 @@ def stack(airflow_home, tmp_path_factory):
     """The running stack after one run of DAG_ID: {base, env, state, run_id, log}. A run of
     EVENT_TIME_DAG is under way or done by then (see `event_time_run`)."""
     base_env, _ = airflow_home
-    tmp_path = tmp_path_factory.mktemp("scheduler")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        **base_env,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "2",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": base,
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "flinkchain-test-secret",
-        "AIRFLOW__API__WORKERS": "1",
-        # On a loaded machine (SQLite, other jobs) one execution-API call can take tens of seconds:
-        # the default 5 s timeout made the supervisor give up on the task's first call.
-        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "90",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only the DAGs run here get unpaused
-        # Anyone who opens /auth/token/login is an admin: lets headless chromium sign in.
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-    }
-    exe = os.path.join(os.path.dirname(sys.executable), "airflow")
-    log_path = tmp_path / "airflow-components.log"
-    log = open(log_path, "w")
-    # One new session = one process group for all three components: stopped together below.
-    group = subprocess.Popen(
-        ["bash", "-c",
-         # The API server first: workers report to it (execution API); then the scheduler and parser.
-         f"'{exe}' api-server --port {port} & "
-         f"for i in $(seq 180); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 1; done; "
-         f"'{exe}' scheduler & '{exe}' dag-processor & wait"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    with airflow_stack(base_env, tmp_path_factory.mktemp("scheduler"), AIRFLOW__CORE__PARALLELISM="2") as running:
+        env = running["env"]
         trigger_and_unpause(env, DAG_ID)
         # Right behind it: its small chains share the two executor slots with af_orders'.
         trigger_and_unpause(env, EVENT_TIME_DAG)
         state, run_id = finished_run(env, DAG_ID)
-        log.flush()
-        yield {"base": base, "env": env, "state": state, "run_id": run_id, "log": log_path}
-    finally:
-        stop_group(group)
-        log.close()
+        running["log_file"].flush()
+        yield {"base": running["base"], "env": env, "state": state, "run_id": run_id, "log": running["log"]}
 
 
 def test_orders_dag_succeeds_under_the_scheduler(stack):
@@ -389,6 +399,10 @@ def test_stream_runs_under_the_scheduler_equal_one_streaming_run(stack, tmp_path
     assert [r[0].rsplit("/", 1)[-1] for r in stream["clicks"]["read"]["clicks"]] == ["clicks-0000.json"]
     sessions = stream["sessions"]["operators"]["sessions"]
     assert sessions["stateful"] and sessions["bytes"] > 0 and sessions["watermark"] is not None
+    # the sinks' path in the run store: where the commit published, not the chain's staging
+    sinks = {o["sink"]: o["path"] for c in chains.values() for o in c["outputs"] if o.get("sink")}
+    assert sinks == {"page_views_json": os.path.join(output, "page_views"),
+                     "sessions_json": os.path.join(output, "sessions")}, sinks
     if os.path.exists(CHROMIUM):
         path = urllib.parse.quote(f"/flinkchain/ui/dag/{STREAM_DAG}?run_id={urllib.parse.quote(first, safe='')}",
                                   safe="/")

@@ -14,8 +14,6 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from test_airflow_scheduler import (CHROMIUM, _chromium, _signed_in, airflow, finished_run, free_port, stop_group,
+from test_airflow_scheduler import (CHROMIUM, _chromium, _signed_in, airflow, airflow_stack, finished_run,
                                     trigger_and_unpause)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow]
@@ -34,6 +32,8 @@ SCREENSHOT = REPO / "docs" / "assets-graph.png"
 CHAIN_TASK = "assets.orders"
 SINK_OPERATORS = {"orders_parquet", "orders_table"}
 ORDERS = 300  # dags/sample_data.order_rows()
+STREAM_DAG = "af_assets_stream"  # a stream-run pipeline: its sink's event comes from its commit task
+STREAM_COMMIT = "assets_stream.stream_commit"
 
 
 @pytest.fixture(scope="module")
@@ -45,49 +45,25 @@ def asset_stack(airflow_home, tmp_path_factory):
     shutil.copytree(REPO / "dags", dags, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(HERE / "af_asset_dags.py", os.path.join(dags, "af_asset_dags.py"))
     lineage = tmp / "openlineage.jsonl"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        **base_env,
-        "AIRFLOW__CORE__DAGS_FOLDER": dags,
-        "PYTHONPATH": os.pathsep.join([str(REPO), dags]),
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": base,
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "flinkchain-test-secret",
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "90",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(lineage),
-                                                       "append": True}),
-        "AIRFLOW__OPENLINEAGE__NAMESPACE": "flinkchain-test",
-    }
-    exe = os.path.join(os.path.dirname(sys.executable), "airflow")
-    log_path = tmp / "airflow-components.log"
-    log = open(log_path, "w")
-    group = subprocess.Popen(
-        ["bash", "-c",
-         f"'{exe}' api-server --port {port} & "
-         f"for i in $(seq 180); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 1; done; "
-         f"'{exe}' scheduler & '{exe}' dag-processor & wait"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        # the downstream DAG first: an asset event only queues runs of unpaused DAGs
+    with airflow_stack(
+            base_env, tmp, AIRFLOW__CORE__DAGS_FOLDER=dags, PYTHONPATH=os.pathsep.join([str(REPO), dags]),
+            AIRFLOW__OPENLINEAGE__TRANSPORT=json.dumps({"type": "file", "log_file_path": str(lineage),
+                                                        "append": True}),
+            AIRFLOW__OPENLINEAGE__NAMESPACE="flinkchain-test") as running:
+        env = running["env"]
+        # the downstream DAGs first: an asset event only queues runs of unpaused DAGs
         _unpause_when_parsed(env, "af_assets_downstream")
+        _unpause_when_parsed(env, "af_assets_stream_downstream")
         trigger_and_unpause(env, "af_assets")
+        trigger_and_unpause(env, STREAM_DAG)
         state, run_id = finished_run(env, "af_assets")
         down_state, down_run = finished_run(env, "af_assets_downstream", timeout=300)
-        log.flush()
-        yield {"base": base, "env": env, "state": state, "run_id": run_id, "log": log_path, "lineage": lineage,
-               "downstream": (down_state, down_run)}
-    finally:
-        stop_group(group)
-        log.close()
+        stream_state, stream_run = finished_run(env, STREAM_DAG)
+        stream_down = finished_run(env, "af_assets_stream_downstream", timeout=300)
+        running["log_file"].flush()
+        yield {"base": running["base"], "env": env, "state": state, "run_id": run_id, "log": running["log"],
+               "lineage": lineage, "downstream": (down_state, down_run), "stream": (stream_state, stream_run),
+               "stream_downstream": stream_down}
 
 
 def _unpause_when_parsed(env, dag_id: str) -> None:
@@ -168,6 +144,85 @@ def test_openlineage_events_of_the_chain_task(asset_stack):
         assert [o["name"] for o in facet["operators"]] == ["orders", "amount", "orders_parquet", "orders_table"]
     done = task_events["COMPLETE"]
     assert {o["outputFacets"]["outputStatistics"]["rowCount"] for o in done["outputs"]} == {ORDERS}
+
+
+# ---- a stream run: its sink is published by the commit task ----------------------------
+
+
+def _airflow_db(stack, query: str, *args) -> list:
+    con = sqlite3.connect(os.path.join(stack["env"]["AIRFLOW_HOME"], "airflow.db"))
+    try:
+        return con.execute(query, args).fetchall()
+    finally:
+        con.close()
+
+
+def _published(stack) -> tuple[str, list]:
+    """The stream sink's directory and the part files of the run (its only run: checkpoint 1)."""
+    out = Path(stack["env"]["AIRFLOW_HOME"]) / "flinkchain" / "output" / "assets" / "stream_orders"
+    return str(out), sorted(str(p) for p in out.iterdir())
+
+
+def test_stream_sink_event_comes_from_the_commit_with_the_published_files(asset_stack):
+    state, run_id = asset_stack["stream"]
+    assert state == "success", _log(asset_stack)
+    events = _airflow_db(
+        asset_stack, "select a.uri, e.extra, e.source_task_id, e.timestamp from asset_event e "
+        "join asset a on a.id = e.asset_id where e.source_dag_id = ? and e.source_run_id = ?", STREAM_DAG, run_id)
+    assert len(events) == 1, events  # from the commit task only: no chain task announces staged data
+    uri, extra, task, emitted = events[0]
+    extra = json.loads(extra)
+    assert task == STREAM_COMMIT and uri.endswith("/output/assets/stream_orders"), events
+    # emitted after the commit task started, so after every chain task finished
+    tasks = dict(_airflow_db(asset_stack, "select task_id, start_date from task_instance where dag_id = ? "
+                                          "and run_id = ?", STREAM_DAG, run_id))
+    assert emitted >= tasks[STREAM_COMMIT], (emitted, tasks)
+    ends = _airflow_db(asset_stack, "select max(end_date) from task_instance where dag_id = ? and run_id = ? and "
+                                    "task_id not in (?, ?)", STREAM_DAG, run_id, STREAM_COMMIT,
+                       "assets_stream.pipeline_teardown")
+    assert ends[0][0] <= emitted
+    path, files = _published(asset_stack)
+    assert extra["path"] == path and extra["files"] == files and files, (extra, files)
+    assert all(os.path.basename(f).startswith("part-000001-") for f in files)
+    assert "_runs" not in json.dumps(extra) and "_attempts" not in json.dumps(extra)
+    latest = json.loads((Path(asset_stack["env"]["AIRFLOW_HOME"]) / "flinkchain" / "output" / "assets" /
+                         "stream_checkpoints" / "_latest.json").read_text())
+    assert (extra["checkpoint"], extra["seq"], extra["records_written"]) == (latest["checkpoint"], 1, ORDERS)
+    assert extra["operator"] == "orders_published" and extra["run_id"] == run_id
+
+
+def test_downstream_of_a_stream_sink_reads_exactly_the_published_files(asset_stack):
+    _, run_id = asset_stack["stream"]
+    state, down_run = asset_stack["stream_downstream"]
+    assert state == "success", _log(asset_stack)
+    queued = _airflow_db(asset_stack, "select queued_at from dag_run where dag_id = 'af_assets_stream_downstream' "
+                                      "and run_id = ?", down_run)[0][0]
+    committed = _airflow_db(asset_stack, "select end_date from task_instance where dag_id = ? and run_id = ? and "
+                                         "task_id = ?", STREAM_DAG, run_id, STREAM_COMMIT)[0][0]
+    assert queued >= committed, (queued, committed)  # triggered only once the commit published the files
+    read = Path(asset_stack["env"]["AIRFLOW_HOME"]) / "flinkchain" / "output" / "assets" / "stream_read.jsonl"
+    [seen] = [json.loads(line) for line in read.read_text().splitlines() if json.loads(line)["source_run_id"] == run_id]
+    assert seen["files"] == _published(asset_stack)[1] and seen["rows"] == ORDERS, seen
+
+
+def test_stream_run_lineage_and_run_store_name_the_published_location(asset_stack):
+    _, run_id = asset_stack["stream"]
+    path, files = _published(asset_stack)
+    events = [json.loads(line) for line in asset_stack["lineage"].read_text().splitlines() if line.strip()]
+    of = {e.get("job", {}).get("name"): e for e in events if e["eventType"] == "COMPLETE"}
+    [output] = of[f"{STREAM_DAG}.{STREAM_COMMIT}"]["outputs"]
+    assert (output["namespace"], output["name"]) == ("file", path), output
+    publication = output["outputFacets"]["flinkchain_publication"]
+    assert (publication["path"], publication["files"]) == (path, files), publication
+    assert output["outputFacets"]["outputStatistics"] == {**output["outputFacets"]["outputStatistics"],
+                                                          "rowCount": ORDERS, "fileCount": len(files)}
+    chain_task = of[f"{STREAM_DAG}.assets_stream.stream_orders_in"]
+    assert chain_task["outputs"] == [] and chain_task["inputs"], chain_task  # its sink is staged only
+    # the Chains tab's sources-and-sinks table: the run store's record of the sink
+    run = urllib.parse.quote(run_id, safe="")
+    chains = _api(asset_stack["base"], f"/flinkchain/api/pipelines/{STREAM_DAG}/runs/{run}")["run"]["chains"]
+    sinks = [o for c in chains for o in c["outputs"] if o.get("sink") == "orders_published"]
+    assert [(o["path"], o["records"]) for o in sinks] == [(path, ORDERS)], chains
 
 
 # ---- Airflow's asset view of the example DAGs (docs/data-awareness.md) ------------------

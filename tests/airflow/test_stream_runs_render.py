@@ -51,6 +51,15 @@ def test_commit_task_after_every_chain_before_the_teardown():
     assert tasks.teardown.is_teardown
 
 
+def test_the_sinks_are_outlets_of_the_commit_not_of_the_chains():
+    """A stream run's chain tasks only stage their sinks: the asset events come from the commit."""
+    dag, tasks = render(pipeline())
+    assert {a.uri for a in tasks.commit.outlets} == {"file:///out/page_views", "file:///out/sessions"}
+    assert [r.operator for r in tasks.commit.asset_refs] == ["page_views_json", "sessions_json"]
+    assert all(t.outlets == [] for t in tasks.chains.values())
+    assert {a.uri for a in tasks.chains["clicks"].inlets} == {"file:///in/clicks"}  # sources stay inlets
+
+
 def test_dag_runs_one_run_at_a_time_and_has_the_drain_param():
     dag, _ = render(pipeline())
     assert dag.max_active_runs == 1
@@ -126,11 +135,14 @@ def test_a_second_running_run_and_a_chain_of_a_discarded_run_fail_clearly(tmp_pa
     check_begun(spec, run, "chain 'sessions'")
 
 
-def test_re_running_a_run_that_is_not_the_latest_is_refused(tmp_path):
+def test_re_running_a_run_that_is_not_the_latest_is_refused(tmp_path, monkeypatch):
     """Clearing an older run of a stream DAG would fork the stream: its setup task refuses,
-    as a failure Airflow does not retry; re-running the latest run is allowed."""
+    as a failure Airflow does not retry, and records the refusal in the run store (the run's
+    first try left it "success" there); re-running the latest run is allowed."""
     import logging
     from types import SimpleNamespace
+
+    from airflow_flinkchain.store import RunStore
 
     from airflow_flinkchain.airflow.compat import AirflowFailException
     from airflow_flinkchain.airflow.spec import pipeline_spec
@@ -150,6 +162,13 @@ def test_re_running_a_run_that_is_not_the_latest_is_refused(tmp_path):
     def run(run_id):
         return SimpleNamespace(dag_id="clicks", run_id=run_id, run_key=run_id)
 
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("FLINKCHAIN_STORE_URL", store_url)
+    store = RunStore(store_url)
+    store.start_run("clicks", "r1", plan=job.to_dict())
+    store.finish_run("clicks", "r1", state="success")
     with pytest.raises(AirflowFailException, match="only the latest run can be re-run"):
         begin(job, spec, run("r1"), {"params": {"drain": False}}, False, log)
+    recorded = store.get_run_metrics("clicks", "r1")
+    assert recorded["state"] == "failed" and "only the latest run can be re-run" in recorded["error"], recorded
     assert begin(job, spec, run("r2"), {"params": {"drain": False}}, False, log)["seq"] == 2

@@ -134,3 +134,33 @@ def test_an_operators_watermark_is_its_lowest_subtask_watermark(store):
     assert by_customer["watermark"] == 1200
     assert [o["watermark"] for o in head["operators"]] == [None, None, None]
     assert head["watermark"] is None and rejects["watermark"] is None
+
+
+def test_a_refused_run_is_recorded_failed_with_its_reason(store):
+    """A stream run refused by its setup (a re-run of a run that is no longer the latest) was
+    recorded as a success by its first try: the store shows it failed, with the reason, and a
+    new start of the run clears the reason."""
+    _full_run(store)
+    assert store.get_run_metrics("orders_dag", "run_1")["state"] == "success"
+    store.refuse_run("orders_dag", "run_1", "only the latest run can be re-run")
+    run = store.get_run_metrics("orders_dag", "run_1")
+    assert (run["state"], run["error"]) == ("failed", "only the latest run can be re-run")
+    assert [(r["state"], r["error"]) for r in store.list_runs("orders_dag")] == [
+        ("failed", "only the latest run can be re-run")]
+    store.refuse_run("orders_dag", "never_started", "2 runs are running")  # refused before anything was recorded
+    assert store.get_run_metrics("orders_dag", "never_started")["state"] == "failed"
+    store.start_run("orders_dag", "run_1", plan=plan())
+    assert (store.get_run_metrics("orders_dag", "run_1")["state"], store.get_run_metrics(
+        "orders_dag", "run_1")["error"]) == ("running", None)
+
+
+def test_a_published_sink_path_replaces_the_staged_one(store):
+    """A stream run's commit records where its sinks were published, on the latest attempts."""
+    _full_run(store)
+    doc = metrics(chain="by_customer", attempt=2)
+    doc["outputs"] = [{"sink": "write_totals", "path": None, "records": 30}]
+    store.record_attempt(doc, try_number=2)
+    assert store.record_publication("orders_dag", "run_1", {"write_totals": "/published/totals"}) == 1
+    chains = {c["chain_id"]: c for c in store.get_run_metrics("orders_dag", "run_1")["chains"]}
+    assert chains["by_customer"]["outputs"] == [{"sink": "write_totals", "path": "/published/totals", "records": 30}]
+    assert chains["write_rejects"]["outputs"][0]["path"] == "/out/rejects"  # other sinks are left alone

@@ -89,7 +89,7 @@ def test_a_v1_store_gets_the_watermark_column(store_url):
     columns = {c["name"] for c in inspect(store.engine).get_columns("flinkchain_operator_metrics")}
     assert "watermark" in columns
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 4
+        assert conn.execute(text("SELECT version FROM flinkchain_schema_version")).scalar() == LATEST_VERSION == 5
     store.start_run("orders_dag", "run_1", plan=plan(), started_at="2025-01-01T10:00:00Z")
     store.record_attempt(metrics(chain="by_customer"), try_number=1)
     chains = store.get_run_metrics("orders_dag", "run_1")["chains"]
@@ -116,3 +116,16 @@ def test_a_v2_store_keeps_operator_time_below_a_millisecond(store_url):
     [chain] = [c for c in store.get_run_metrics("orders_dag", "run_1")["chains"] if c["chain_id"] == "by_customer"]
     subtasks = {o["key"]: o["subtasks"] for o in chain["operators"]}
     assert {o["key"]: o["time_ms"] for o in chain["operators"]} == {k: 0.125 * n for k, n in subtasks.items()}
+
+
+def test_a_v4_store_gets_the_run_error_column(store_url):
+    """Version 5 adds the runs' error (a refused stream run's reason) to a store created before it."""
+    engine = RunStore(store_url).engine
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE flinkchain_runs DROP COLUMN error"))
+        conn.execute(text("UPDATE flinkchain_schema_version SET version = 4"))
+    dispose_engines()
+    store = RunStore(store_url)
+    assert "error" in {c["name"] for c in inspect(store.engine).get_columns("flinkchain_runs")}
+    store.refuse_run("orders_dag", "run_1", "refused")
+    assert store.get_run_metrics("orders_dag", "run_1")["error"] == "refused"

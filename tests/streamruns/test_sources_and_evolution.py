@@ -176,3 +176,10 @@ def test_chain_metrics_say_what_the_run_read_and_holds(tmp_path):
                   if "tumbling" in doc["stream"]["operators"])
     assert window["watermark"] == 1600 - 501 and window["stateful"] and window["bytes"] > 0
     assert first.stream["operators"]["tumbling"]["watermark"] == 900 - 501
+
+
+def test_sql_source_settle_is_seconds():
+    assert SqlSource("select 1", url="sqlite://", incremental_column="id", settle=2.5).settle == 2.5
+    for bad in (-1, "5s", True):
+        with pytest.raises(ValueError, match="settle must be a number of seconds"):
+            SqlSource("select 1", url="sqlite://", incremental_column="id", settle=bad)

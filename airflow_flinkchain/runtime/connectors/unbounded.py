@@ -13,7 +13,8 @@ in contiguous ranges of their sorted paths. Every source kind goes through the s
   starting with '.' or '_' skipped), a read file whose size or modification time
   changed is an error; positions {"files": {path: [size, mtime_ns]}};
 * `SqlSource(incremental_column=...)`: one split, the rows above the committed value up
-  to the maximum present now; positions {"value": last value read};
+  to the maximum present now, read once no writer can still commit a value in that range
+  (`sql_settle`); positions {"value": last value read};
 * any other (bounded) source: read once, in the first run; positions {"bounded": "read"}.
 """
 
@@ -132,12 +133,11 @@ def _sql_url(source: SqlSource, label: str) -> str:
 
 
 def _discover_rows(source: SqlSource, positions: dict, label: str) -> tuple[list, dict]:
-    from airflow_flinkchain.runtime.connectors.sql import read_query
+    from airflow_flinkchain.runtime.connectors.sql_settle import settled_high_value
 
-    col = source.incremental_column
-    rows = list(read_query(_sql_url(source, label), f"select max({col}) as hi from ({source.query}) q",
-                           dict(source.params)))
-    lo, hi = positions.get("value"), rows[0]["hi"] if rows else None
+    lo = positions.get("value")
+    hi = settled_high_value(_sql_url(source, label), source.query, dict(source.params), source.incremental_column,
+                            source.settle, label)
     if hi is None or (lo is not None and hi <= lo):
         return [], {"value": lo}
     return [("rows", lo, hi)], {"value": hi}

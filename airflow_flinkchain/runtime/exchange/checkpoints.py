@@ -34,6 +34,37 @@ from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_
 LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.json", "_chain.json"
 
 
+class CheckpointFileError(RuntimeError):
+    """A file of the checkpoint area is missing or cannot be read: the message names the file,
+    what it holds (operator, key group) and the way out."""
+
+
+def way_out(checkpoint_dir: str) -> str:
+    return (f"restore an earlier checkpoint (`flinkchain checkpoints {checkpoint_dir}` lists them and "
+            f"verifies one with --verify; --restore N makes chk-N the latest) or reset the stream by deleting "
+            f"checkpoint_dir {checkpoint_dir} (the next run then reads every source from the beginning)")
+
+
+def missing_file(loc: Location, what: str, checkpoint_dir: str) -> CheckpointFileError:
+    return CheckpointFileError(f"{what} {loc.uri} is missing: {way_out(checkpoint_dir)}")
+
+
+def read_checkpoint_file(loc: Location, what: str, checkpoint_dir: str, decode: Any = None) -> Any:
+    """The content of one file of the checkpoint area (JSON unless `decode` is given), or a
+    CheckpointFileError naming it, `what` it holds and the way out."""
+    try:
+        data = loc.read_bytes()
+    except FileNotFoundError:
+        raise missing_file(loc, what, checkpoint_dir) from None
+    except OSError as exc:
+        raise CheckpointFileError(f"{what} {loc.uri} cannot be read ({exc}): {way_out(checkpoint_dir)}") from exc
+    try:
+        return decode(data) if decode is not None else json.loads(data)
+    except Exception as exc:
+        raise CheckpointFileError(f"{what} {loc.uri} is damaged ({type(exc).__name__}: {exc}): "
+                                  f"{way_out(checkpoint_dir)}") from exc
+
+
 class CheckpointArea:
     """The paths under one `checkpoint_dir`."""
 
@@ -63,8 +94,18 @@ class CheckpointArea:
                                      path_segment(attempt_id, "attempt id"))
 
     def read_latest(self) -> Optional[dict]:
+        """The pointer to the latest committed checkpoint; None before the first commit."""
         loc = self.latest()
-        return json.loads(loc.read_text()) if loc.exists() else None
+        if not loc.exists():
+            return None
+        return self.read_doc(loc, "the stream's pointer to its latest checkpoint")
+
+    def read_doc(self, loc: Location, what: str) -> Any:
+        """A JSON document of this area (manifest, chain document, run document)."""
+        return read_checkpoint_file(loc, what, self.root.uri)
+
+    def manifest(self, n: int) -> dict:
+        return self.read_doc(self.checkpoint(n).join(MANIFEST), f"the manifest of checkpoint {self.checkpoint_name(n)}")
 
     def write_latest(self, doc: dict) -> None:
         """Replace the pointer: written aside, then renamed over the old one (one rename:
@@ -149,8 +190,18 @@ class SubtaskCheckpointFiles:
                 compute_key_group_range_for_operator_index(max_parallelism, len(files), k), mine)]
         else:
             wanted = [subtask] if same else list(range(len(files)))
-        snapshots = {k: _with_key_groups(loads_plan(Location(files[k]).read_bytes()), mine) for k in wanted}
+        snapshots = {k: self._read_snapshot(operator_key, k, files[k], mine) for k in wanted}
         return list(snapshots.values()), snapshots.get(subtask) if same else None
+
+    def _read_snapshot(self, operator_key: str, subtask: int, uri: str, key_groups: Any) -> dict:
+        snapshot = read_checkpoint_file(Location(uri), f"the snapshot of operator {operator_key!r}, subtask {subtask},",
+                                        self.checkpoint_dir, loads_plan)
+        return _with_key_groups(snapshot, key_groups, operator_key, self.checkpoint_dir)
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """The area's root (the parent of `shared/`), named by errors."""
+        return self.shared.uri.rsplit("/", 1)[0] if self.shared is not None else self.stage.uri
 
     def write(self, operator_key: str, subtask: int, state: dict) -> None:
         stateful = holds_state(state)
@@ -188,7 +239,7 @@ class SubtaskCheckpointFiles:
         return dict(self._summary)
 
 
-def _with_key_groups(snapshot: dict, key_groups: Any) -> dict:
+def _with_key_groups(snapshot: dict, key_groups: Any, operator_key: str, checkpoint_dir: str) -> dict:
     """A snapshot with the shared key-group files it references in `key_groups` (all when
     None) read back into its keyed state and timers: the backend's portable format."""
     refs = snapshot.pop("key_group_files", None)
@@ -198,7 +249,8 @@ def _with_key_groups(snapshot: dict, key_groups: Any) -> dict:
     for kg, uri in refs.items():
         if key_groups is not None and int(kg) not in key_groups:
             continue
-        blob = loads_plan(Location(uri).read_bytes())
+        blob = read_checkpoint_file(Location(uri), f"key group {int(kg)} of operator {operator_key!r} (shared file)",
+                                    checkpoint_dir, loads_plan)
         if blob["state"] is not None:
             keyed["key_groups"][int(kg)] = blob["state"]
         if blob["timers"] is not None and timers is not None:
@@ -208,10 +260,6 @@ def _with_key_groups(snapshot: dict, key_groups: Any) -> dict:
 
 def _overlap(a: Any, b: Any) -> bool:
     return a.start_key_group <= b.end_key_group and b.start_key_group <= a.end_key_group
-
-
-def read_json(loc: Location) -> Any:
-    return json.loads(loc.read_text())
 
 
 def write_json(loc: Location, doc: Any) -> None:

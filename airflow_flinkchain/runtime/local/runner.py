@@ -138,6 +138,7 @@ class LocalChainRun:
             doc["outputs"] = self._commit(reports)
             if self.step is not None:
                 doc["stream"] = self.step.commit(reports)
+                doc["outputs"] = self.step.staged_outputs(doc["outputs"])
             doc["state"] = "success"
         except Exception as exc:
             doc["state"] = "failed"

@@ -150,6 +150,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         doc["outputs"] = _commit(job, spec, area, run_id, reports)
         if step is not None:
             doc["stream"] = step.commit(reports)
+            doc["outputs"] = step.staged_outputs(doc["outputs"])
         doc["state"] = "success"
     except Exception as exc:
         doc["state"] = "failed"

@@ -4,7 +4,9 @@ merging (session) windows, over a keyed state backend (heap by default) and the 
 The core class is independent of the chain: records come in through `process_element(value,
 timestamp)`, watermarks through `process_watermark(t)`, and everything leaves through an
 `output` with `collect(value, timestamp)`, `collect_side(tag, value, timestamp)` and
-`emit_watermark(t)`. `run_batch` drives it in Flink's BATCH mode.
+`emit_watermark(t)`. `run_batch` drives it in Flink's BATCH mode. Its parts: the internal
+window functions (`window_functions_internal`), the contexts (`window_contexts`) and the
+merging window set (`merging_window_set`).
 """
 
 from __future__ import annotations
@@ -12,18 +14,17 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from airflow_flinkchain.functions import OutputTag, ReduceFunction
+from airflow_flinkchain.functions import OutputTag
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.operators.merging_window_set import MergingWindowSet
+from airflow_flinkchain.runtime.core.operators.window_contexts import (WindowAssignerContext, WindowProcessContext,
+                                                                       WindowTriggerContext)
+from airflow_flinkchain.runtime.core.operators.window_functions_internal import (  # the last three re-exported
+    InternalWindowFunction, aggregate_window, process_window, reduce_window)
 from airflow_flinkchain.runtime.state.abstract_backend import AbstractKeyedStateBackend
 from airflow_flinkchain.runtime.state.factory import create_keyed_state_backend
 from airflow_flinkchain.runtime.core.timers import InternalTimer, InternalTimerService
-from airflow_flinkchain.state import (
-    AggregatingStateDescriptor,
-    ListStateDescriptor,
-    ReducingStateDescriptor,
-    StateDescriptor,
-    ValueStateDescriptor,
-)
+from airflow_flinkchain.state import StateDescriptor, ValueStateDescriptor
 from airflow_flinkchain.window import (
     EventTimeTrigger,
     MergingWindowAssigner,
@@ -32,279 +33,13 @@ from airflow_flinkchain.window import (
     Window,
     WindowAssigner,
 )
-from airflow_flinkchain.window_functions import (
-    AggregateFunction,
-    AllWindowFunction,
-    KeyedStateStore,
-    ProcessAllWindowFunction,
-    ProcessWindowFunction,
-    WindowFunction,
-)
 
-WINDOW_CONTENTS = "window-contents"
 _MERGING_WINDOWS = ValueStateDescriptor("merging-window-set")
 _CONTINUE = TriggerResult.CONTINUE
 #: the key of every record of a `window_all` (Flink's NullByteKeySelector)
 ALL_WINDOWS_KEY = 0
 
-
-# ---- internal window functions --------------------------------------------------------
-
-class InternalWindowFunction:
-    """Turns the window's contents (a list, or one reduced / aggregated value) into the user
-    function's call; `single` tells whether the contents are one value."""
-
-    def __init__(self, call: Callable[[Any, Window, Any, Iterable[Any]], Optional[Iterable[Any]]],
-                 single: bool, user_function: Any = None,
-                 clear: Optional[Callable[[Any], None]] = None):
-        self.call = call
-        self.single = single
-        self.user_function = user_function
-        self._clear = clear
-
-    def process(self, key: Any, window: Window, context: Any, contents: Any) -> Optional[Iterable[Any]]:
-        return self.call(key, window, context, [contents] if self.single else contents)
-
-    def clear(self, context: Any) -> None:
-        if self._clear is not None:
-            self._clear(context)
-
-
-def _user_call(window_function: Any, where: str) -> Tuple[Callable, Optional[Callable]]:
-    if isinstance(window_function, ProcessWindowFunction):
-        return (lambda key, window, ctx, elements: window_function.process(key, ctx, elements)), window_function.clear
-    if isinstance(window_function, ProcessAllWindowFunction):
-        return (lambda key, window, ctx, elements: window_function.process(ctx, elements)), window_function.clear
-    if isinstance(window_function, WindowFunction):
-        return (lambda key, window, ctx, elements: window_function.apply(key, window, elements)), None
-    if isinstance(window_function, AllWindowFunction):
-        return (lambda key, window, ctx, elements: window_function.apply(window, elements)), None
-    raise TypeError(f"{where}: the window function must be a ProcessWindowFunction, ProcessAllWindowFunction, "
-                    f"WindowFunction or AllWindowFunction, got {type(window_function).__name__}")
-
-
-def _pass_through(key, window, ctx, elements):
-    return elements
-
-
-def reduce_window(reduce_function: Any, window_function: Any = None,
-                  where: str = "window reduce") -> Tuple[StateDescriptor, InternalWindowFunction]:
-    """Window contents kept reduced; emits the reduced value, or passes it to `window_function`."""
-    if not (isinstance(reduce_function, ReduceFunction) or callable(reduce_function)):
-        raise TypeError(f"{where}: reduce needs a ReduceFunction or a callable(value1, value2)")
-    return _single_value_window(ReducingStateDescriptor(WINDOW_CONTENTS, reduce_function), reduce_function,
-                                window_function, where)
-
-
-def aggregate_window(aggregate_function: AggregateFunction, window_function: Any = None,
-                     where: str = "window aggregate") -> Tuple[StateDescriptor, InternalWindowFunction]:
-    """Window contents kept as the accumulator; emits `get_result`, or passes it to `window_function`."""
-    if not isinstance(aggregate_function, AggregateFunction):
-        raise TypeError(f"{where}: aggregate needs an AggregateFunction (create_accumulator, add, get_result, merge)")
-    return _single_value_window(AggregatingStateDescriptor(WINDOW_CONTENTS, aggregate_function),
-                                aggregate_function, window_function, where)
-
-
-def _single_value_window(descriptor: StateDescriptor, combine_function: Any, window_function: Any,
-                         where: str) -> Tuple[StateDescriptor, InternalWindowFunction]:
-    """Contents kept as one value (reduced / accumulated): emitted as is, or passed to `window_function`."""
-    if window_function is None:
-        return descriptor, InternalWindowFunction(_pass_through, True, combine_function)
-    call, clear = _user_call(window_function, where)
-    return descriptor, InternalWindowFunction(call, True, window_function, clear)
-
-
-def process_window(window_function: Any, where: str = "window process") -> Tuple[StateDescriptor, InternalWindowFunction]:
-    """Window contents kept as the list of elements, handed whole to `window_function`
-    (process or apply)."""
-    call, clear = _user_call(window_function, where)
-    return ListStateDescriptor(WINDOW_CONTENTS), InternalWindowFunction(call, False, window_function, clear)
-
-
-# ---- contexts -------------------------------------------------------------------------------
-
-class _ScopedStateStore(KeyedStateStore):
-    """Keyed state of the current key in one namespace (a window, or None across windows)."""
-
-    __slots__ = ("_backend", "_namespace")
-
-    def __init__(self, backend: AbstractKeyedStateBackend, namespace: Any):
-        self._backend = backend
-        self._namespace = namespace
-
-    def _get(self, descriptor):
-        return self._backend.get_partitioned_state(self._namespace, descriptor)
-
-    get_state = get_list_state = get_map_state = get_reducing_state = get_aggregating_state = _get
-
-
-class _RuntimeContextView:
-    """What a window assigner's context offers as runtime context: keyed state of the key."""
-
-    def __init__(self, backend: AbstractKeyedStateBackend):
-        self._store = _ScopedStateStore(backend, None)
-
-    def get_state(self, descriptor):
-        return self._store.get_state(descriptor)
-
-
-class WindowAssignerContext(WindowAssigner.WindowAssignerContext):
-    def __init__(self, operator: "WindowOperator"):
-        self._operator = operator
-        self._runtime_context = _RuntimeContextView(operator.backend)
-
-    def get_current_processing_time(self) -> int:
-        return self._operator.timer_service.current_processing_time()
-
-    def get_runtime_context(self) -> Any:
-        return self._runtime_context
-
-
-class WindowTriggerContext(Trigger.OnMergeContext):
-    """Trigger calls for the current key and `window`; timers and state scoped to the window."""
-
-    def __init__(self, operator: "WindowOperator"):
-        self._op = operator
-        self._timers = operator.timer_service
-        self._backend = operator.backend
-        self.window: Any = None
-        self.merged_windows: Optional[List[Window]] = None
-        self._add_event_timer = self._timers.event_time_timers.add
-
-    def get_current_processing_time(self) -> int:
-        return self._timers.current_processing_time()
-
-    def get_metric_group(self) -> Any:
-        return None
-
-    def get_current_watermark(self) -> int:
-        return self._timers.current_watermark
-
-    def register_processing_time_timer(self, time: int) -> None:
-        self._timers.register_processing_time_timer(self.window, time)
-
-    def register_event_time_timer(self, time: int) -> None:
-        self._add_event_timer(time, self._backend.current_key, self.window)
-
-    def delete_processing_time_timer(self, time: int) -> None:
-        self._timers.delete_processing_time_timer(self.window, time)
-
-    def delete_event_time_timer(self, time: int) -> None:
-        self._timers.delete_event_time_timer(self.window, time)
-
-    def get_partitioned_state(self, state_descriptor: StateDescriptor) -> Any:
-        return self._backend.get_partitioned_state(self.window, state_descriptor)
-
-    def merge_partitioned_state(self, state_descriptor: StateDescriptor) -> None:
-        if self.merged_windows:
-            self._backend.merge_namespaces(state_descriptor, self.window, self.merged_windows)
-
-    def on_element(self, value: Any, timestamp: int) -> TriggerResult:
-        return self._op.trigger.on_element(value, timestamp, self.window, self)
-
-    def on_event_time(self, time: int) -> TriggerResult:
-        return self._op.trigger.on_event_time(time, self.window, self)
-
-    def on_processing_time(self, time: int) -> TriggerResult:
-        return self._op.trigger.on_processing_time(time, self.window, self)
-
-    def on_merge(self, merged_windows: List[Window]) -> None:
-        self.merged_windows = merged_windows
-        self._op.trigger.on_merge(self.window, self)
-
-    def clear(self) -> None:
-        self._op.trigger.clear(self.window, self)
-
-
-class WindowProcessContext(ProcessWindowFunction.Context, ProcessAllWindowFunction.Context):
-    """What `ProcessWindowFunction.process` receives as context."""
-
-    def __init__(self, operator: "WindowOperator"):
-        self._op = operator
-        self._window: Any = None
-        self._global = _ScopedStateStore(operator.backend, None)
-
-    def window(self) -> Any:
-        return self._window
-
-    def current_processing_time(self) -> int:
-        return self._op.timer_service.current_processing_time()
-
-    def current_watermark(self) -> int:
-        return self._op.timer_service.current_watermark
-
-    def window_state(self) -> KeyedStateStore:
-        return _ScopedStateStore(self._op.backend, self._window)
-
-    def global_state(self) -> KeyedStateStore:
-        return self._global
-
-    def output(self, output_tag: OutputTag, value: Any) -> None:
-        if not isinstance(output_tag, OutputTag):
-            raise TypeError(f"window operator {self._op.name!r}: ctx.output needs an OutputTag, got {output_tag!r}")
-        self._op.output.collect_side(output_tag, value, self._window.max_timestamp())
-
-
-# ---- merging windows --------------------------------------------------------------------
-
-class MergingWindowSet:
-    """Flink's MergingWindowSet for one key: maps each in-flight (merged) window to the window
-    whose namespace holds its state, so merging never moves state more than once."""
-
-    def __init__(self, assigner: MergingWindowAssigner, state: Any):
-        self._assigner = assigner
-        self._state = state
-        self.mapping: Dict[Window, Window] = dict(state.value() or {})
-
-    def persist(self) -> None:
-        if self.mapping:
-            self._state.update(self.mapping)
-        else:
-            self._state.clear()
-
-    def get_state_window(self, window: Window) -> Optional[Window]:
-        return self.mapping.get(window)
-
-    def retire_window(self, window: Window) -> None:
-        if self.mapping.pop(window, None) is None:
-            raise RuntimeError(f"window {window} is not in the in-flight window set")
-
-    def add_window(self, new_window: Window,
-                   merge_function: Callable[[Window, List[Window], Window, List[Window]], None]) -> Window:
-        """The window `new_window` ends up in; `merge_function(merge_result, merged_windows,
-        state_window_result, merged_state_windows)` per merge."""
-        windows = list(self.mapping)
-        windows.append(new_window)
-        merge_results: Dict[Window, List[Window]] = {}
-
-        class _Collect(MergingWindowAssigner.MergeCallback):
-            def merge(self, to_be_merged, merge_result):
-                merge_results[merge_result] = list(to_be_merged)
-
-        self._assigner.merge_windows(windows, _Collect())
-
-        result_window = new_window
-        merged_new_window = False
-        for merge_result, merged_windows in merge_results.items():
-            if new_window in merged_windows:
-                merged_windows.remove(new_window)
-                merged_new_window = True
-                result_window = merge_result
-            merged_state_window = self.mapping[merged_windows[0]]
-            merged_state_windows = []
-            for merged in merged_windows:
-                res = self.mapping.pop(merged, None)
-                if res is not None:
-                    merged_state_windows.append(res)
-            self.mapping[merge_result] = merged_state_window
-            merged_state_windows.remove(merged_state_window)
-            # merging one pre-existing window into itself without extending it: nothing to merge
-            if not (merge_result in merged_windows and len(merged_windows) == 1):
-                merge_function(merge_result, merged_windows, self.mapping[merge_result], merged_state_windows)
-
-        if not merge_results or (result_window == new_window and not merged_new_window):
-            self.mapping[result_window] = result_window
-        return result_window
+__all__ = ["ALL_WINDOWS_KEY", "WindowOperator", "aggregate_window", "process_window", "reduce_window", "run_batch"]
 
 
 # ---- the operator -----------------------------------------------------------------------------
