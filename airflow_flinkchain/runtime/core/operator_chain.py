@@ -47,6 +47,7 @@ from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector
                                                 DirectedOutput, Output, RecordWriterOutput)
 from airflow_flinkchain.runtime.core.partitioners import make_channel_selector
 from airflow_flinkchain.runtime.core.record_writer import RecordWriter
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.core.operators.base import adapt_function
 
 log = logging.getLogger(__name__)
@@ -267,6 +268,8 @@ class OperatorChain:
         if isinstance(inputs, ColumnarInput):
             self._build_handlers()
             return run_columnar(self.head, inputs)
+        if isinstance(inputs, SourceSplits):
+            inputs = inputs.records([op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         head, cell = self.head, self.cell
         self._build_handlers()
         fast = head.handler(False)
@@ -375,7 +378,8 @@ def run_subtask(
     `inputs`: the head's input elements in order: bare values (no
     timestamp), StreamRecord(value, ts), Watermark(ts); for a two-input
     head, a `TwoInputs` (input_selection.py). For a source head,
-    the split's values; for an exchange input, the channel files merged
+    the split's values (a `SourceSplits` when it reads several splits: its
+    timestamp assigners hear where each starts); for an exchange input, the channel files merged
     through `WatermarkValve.merge`. End of input pushes MAX_WATERMARK (fires
     remaining timers, emits keyed reduce results) then closes head to tail.
     `plain_values=True` promises that `inputs` holds bare values only (a
