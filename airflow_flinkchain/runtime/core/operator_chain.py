@@ -165,6 +165,7 @@ class OperatorChain:
             self._note_watermarks_at_end_of_input()
             if checkpoint is not None:
                 self._restore(checkpoint)
+                self._pass_only_advancing_watermarks()
             self._phase("open", reversed(self.all_operators), lambda op: op.open())
             if checkpoint is not None:
                 self._reemit_restored_watermarks()
@@ -198,6 +199,24 @@ class OperatorChain:
             snapshots, own = checkpoint.restore(op.node.key, k)
             if snapshots:
                 op.guarded("restore", lambda: op.initialize_state(snapshots, own))
+
+    def _pass_only_advancing_watermarks(self) -> None:
+        """A restored one-input head goes on from the watermark it was restored to, as its input
+        valve does in one run (Flink's StatusWatermarkValve forwards only advancing watermarks): the
+        watermark the upstream chains re-emit at the start of a run does not reach it again, so a
+        timer registered behind it fires at the next watermark that advances, as in one run.
+        (A two-input head forwards only advancing combined watermarks itself.)"""
+        head = self.head
+        restored = head.current_watermark
+        if restored <= MIN_WATERMARK_TS or getattr(head, "two_input", False):
+            return
+        process_watermark = head.process_watermark
+
+        def advancing(watermark: Watermark) -> None:
+            if watermark.timestamp > restored:
+                process_watermark(watermark)
+
+        head.process_watermark = advancing
 
     def _reemit_restored_watermarks(self) -> None:
         """Each chain out-edge starts with the watermark its producer was restored to, so
