@@ -75,6 +75,10 @@ def event_time(row, _ts):
     return row["ts"]
 
 
+def has_time(row) -> bool:
+    return row["ts"] is not None
+
+
 def as_tuple(row) -> tuple:
     return (row["k"], row["v"], row["ts"])
 
@@ -84,8 +88,9 @@ def build(mode: str, parallelism: int, sources: list) -> StreamPipeline:
     p = StreamPipeline(f"parallel_{mode}", parallelism=parallelism, runtime_mode=mode)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(100)) \
         .with_timestamp_assigner(event_time)
-    streams = [p.from_source(s, name=f"src{i}").assign_timestamps_and_watermarks(strategy).map(as_tuple)
-               for i, s in enumerate(sources)]
+    # a filter between source and assigner: still chained, the splits' order is kept
+    streams = [p.from_source(s, name=f"src{i}").filter(has_time).assign_timestamps_and_watermarks(strategy)
+               .map(as_tuple) for i, s in enumerate(sources)]
     events = streams[0].union(*streams[1:]) if len(streams) > 1 else streams[0]
     keyed = events.key_by(first_field)
     windowed = {}
