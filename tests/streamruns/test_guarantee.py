@@ -8,18 +8,20 @@ import pytest
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.common import Duration, Watermark, WatermarkGenerator, WatermarkStrategy
 from tests.conformance_cases import WithTimestamp, as_multiset, event_time_of, first_field, sum_values, window_assigner
-from tests.streamruns.cases import build, collected, differences, make_records, reference, slices
+from tests.streamruns.cases import SINKS, build, collected, differences, make_records, reference, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
 
 
-def run_sliced(tmp_path, records: list, n: int, parallelism_of=lambda k: 2, drain_parallelism: int = 2) -> list:
+def run_sliced(tmp_path, records: list, n: int, parallelism_of=lambda k: 2, drain_parallelism: int = 2,
+               sinks: tuple = SINKS) -> list:
     log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
     results = []
     for k, part in enumerate(slices(records, n)):
         append(log, "p0", part)
-        results.append(build("sliced", log, ckpt, parallelism=parallelism_of(k)).execute_local(run_id=f"run-{k}"))
-    results.append(build("sliced", log, ckpt, parallelism=drain_parallelism).execute_local(run_id="drain",
-                                                                                          drain=True))
+        p = build("sliced", log, ckpt, parallelism=parallelism_of(k), sinks=sinks)
+        results.append(p.execute_local(run_id=f"run-{k}"))
+    p = build("sliced", log, ckpt, parallelism=drain_parallelism, sinks=sinks)
+    results.append(p.execute_local(run_id="drain", drain=True))
     return results
 
 
@@ -32,6 +34,25 @@ def test_n_runs_and_drain_equal_one_streaming_run(tmp_path, n):
     # not trivially equal: state, timers and windows really span runs
     assert sum(len(results[-1].output(s)) for s in ("tumbling", "session", "bucket", "debounce")) > 0
     assert all(sum(want[s].values()) > 0 for s in want)
+
+
+#: records registering timers behind the watermark (500 ms bound): a's at 50 (bucket timer 799,
+#: debounce timer 950, both behind the watermark 999) and b's at 120; in one run they fire at the
+#: next watermark that advances, after the next record (which deletes a's debounce timer)
+LATE_REGISTRATIONS = [("a", 0, 1000), ("b", 1, 1200), ("a", 2, 1500), ("a", 3, 50), ("b", 4, 120),
+                      ("a", 5, 2000), ("b", 6, 2600), ("a", 7, 4000)]
+TIMER_SINKS = ("tumbling", "sliding", "session", "bucket", "debounce")
+
+
+def test_one_record_per_run_fires_timers_as_one_run(tmp_path):
+    """Every timer case fed one record per run: a run starts at the watermark the last one
+    reached without firing again what the restored watermark already covers (Flink's valve
+    forwards only advancing watermarks), so a timer registered behind the watermark fires
+    where it fires in one run."""
+    want = reference(tmp_path, LATE_REGISTRATIONS, TIMER_SINKS)
+    results = run_sliced(tmp_path, LATE_REGISTRATIONS, len(LATE_REGISTRATIONS), sinks=TIMER_SINKS)
+    assert differences(collected(results, TIMER_SINKS), want) == []
+    assert (("a", 799, 4), 799) in want["bucket"] and (("a", 950, 3), 950) not in want["debounce"]
 
 
 def test_parallelism_changed_between_runs(tmp_path):

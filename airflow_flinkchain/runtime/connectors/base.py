@@ -6,7 +6,8 @@ reading and writing, split as Flink splits a connector:
 
 * `SourceReader` (Flink's Source + SourceReader): created on the driver for one
   chain attempt, shipped to the subtasks; `input_dataframe()` may give Spark the
-  partitions to read (one per subtask), `read()` yields subtask k's records.
+  partitions to read (one per subtask), `read()` yields subtask k's records (as
+  `core.splits.SourceSplits` when it reads several splits one after another).
 * `SinkConnector` (Flink's Sink: writer + committer): created on the driver for
   one chain attempt; `create_writer()` gives each subtask its `SinkWriter`
   (`runtime.core.interfaces`), `commit()` makes what the subtasks staged visible
@@ -56,8 +57,8 @@ class SourceReader:
     #: Optional `read_batches(subtask, batches)`: the same records as Arrow batches of dict
     #: records, given to a chain whose source feeds batch operators only (columnar sources).
 
-    def for_batch_operators(self, parallelism: int) -> "SourceReader":
-        """The reader to use when the source feeds batch operators only (default: this one)."""
+    def for_parallelism(self, parallelism: int) -> "SourceReader":
+        """The reader the chain's `parallelism` subtasks use (default: this one)."""
         return self
 
 

@@ -10,12 +10,13 @@ from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
 def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
     """The rows of a file source as dicts (see `read_file_table`)."""
-    return read_file_table(source, path, where).to_pylist()
+    return read_file_table(source, path, where)[0].to_pylist()
 
 
-def read_file_table(source: FileSource, path: str, where: str):
-    """The rows of a file source as a pyarrow Table, read with pyarrow (files or a directory;
-    names starting with '.' or '_' are skipped, as Spark does)."""
+def read_file_table(source: FileSource, path: str, where: str) -> tuple:
+    """(the rows of a file source as a pyarrow Table, the rows of each of its files in name order),
+    read with pyarrow (files or a directory; names starting with '.' or '_' are skipped, as Spark does)."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.dataset as pads
 
@@ -46,9 +47,13 @@ def read_file_table(source: FileSource, path: str, where: str):
                else "run this pipeline with execute() (Spark)")
         raise ValueError(f"{where}: option(s) {sorted(options)} of the {source.format} source are not supported "
                          f"by execute_local() nor by monitored file sources; {fix}")
-    table = pads.dataset(loc.path, format=fmt, filesystem=loc.fs).to_table()
+    dataset = pads.dataset(loc.path, format=fmt, filesystem=loc.fs)
+    # file by file, in name order: the files' boundaries are the source's splits (file_splits)
+    fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
+    parts = [f.to_table(schema=dataset.schema) for f in fragments]
+    table = pa.concat_tables(parts) if parts else dataset.schema.empty_table()
     if source.format == "csv" and not header and schema is None:  # Spark's names for headerless CSV
         table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
     elif schema is not None and source.format != "csv":
         table = table.select(schema.names).cast(schema)
-    return table
+    return table, [t.num_rows for t in parts]

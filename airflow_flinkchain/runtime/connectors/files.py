@@ -1,4 +1,5 @@
-"""File connectors at run time: Spark readers for sources, pyarrow writers for sinks.
+"""File connectors at run time: readers keeping the files' order for sources (Spark's, or
+the subtasks' own for Parquet: `parquet_batches`), pyarrow writers for sinks.
 
 A file sink writes one part file per subtask into a hidden staging sibling of
 its directory and commits by rename. Without `output_type` its schema is the
@@ -7,6 +8,7 @@ whole output's (`schema_widening`); JSON lines are standard JSON (`json_lines`).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -17,12 +19,21 @@ from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkCo
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.file_writer import FileSinkWriter
 from airflow_flinkchain.runtime.connectors.schema_widening import unify_parts
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
+#: where each row comes from (file, position): Spark's reader, range-partitioned on them, keeps the files' order
+_FILE, _ROW = "__flinkchain_file", "__flinkchain_row"
+
+
 @register_source(FileSource)
 class FileSourceReader(SourceReader):
-    """Spark's reader over the files, repartitioned to the chain's parallelism; each row a dict."""
+    """Spark's reader over the files; each row a dict. Range-partitioned by (file, position in the
+    file) to the chain's parallelism and sorted within each partition: a subtask reads
+    contiguous pieces of the files in name order, each piece in file order, as its splits
+    (`core.splits`). A round-robin repartition would lose the order within a file, and make
+    records late that are in order in their file."""
 
     plain_values = True
 
@@ -32,6 +43,8 @@ class FileSourceReader(SourceReader):
         self.label = ctx.label
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
+        from pyspark.sql import functions as F
+
         source, path = self.descriptor, self.path
         loc = Location(path)
         if loc.is_local and not loc.exists():
@@ -48,20 +61,33 @@ class FileSourceReader(SourceReader):
             options.setdefault("inferSchema", True)
         for k, v in options.items():
             reader = reader.option(k, v)
-        return reader.load(loc.uri if not loc.is_local else loc.path).repartition(parallelism)
+        df = reader.load(loc.uri if not loc.is_local else loc.path)
+        # the position is taken in the scan: increasing within a file (its chunks are scanned in order)
+        df = df.withColumn(_FILE, F.input_file_name()).withColumn(_ROW, F.monotonically_increasing_id())
+        return df.repartitionByRange(parallelism, _FILE, _ROW).sortWithinPartitions(_FILE, _ROW)
 
-    def read(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
-        from itertools import chain
+    def read(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> SourceSplits:
+        """The subtask's pieces of files as splits (its partition is read first, to count them)."""
+        import pyarrow.compute as pc
 
-        return chain.from_iterable(map(pa.RecordBatch.to_pylist, batches))  # one to_pylist per Arrow batch
+        pieces: list = []  # [[file, Arrow batches]]
+        for batch in batches:
+            runs = pc.run_end_encode(batch.column(_FILE))
+            data = batch.drop_columns([_FILE, _ROW])
+            start = 0
+            for end, file in zip(runs.run_ends.to_pylist(), runs.values.to_pylist()):
+                if not pieces or pieces[-1][0] != file:
+                    pieces.append([file, []])
+                pieces[-1][1].append(data.slice(start, end - start))
+                start = end
+        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for _, part in pieces])
 
     def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """The same split as Arrow batches, for a batch operator at the head of the chain."""
-        return batches
+        """The same rows as Arrow batches, for a batch operator at the head of the chain."""
+        return (batch.drop_columns([_FILE, _ROW]) for batch in batches)
 
-    def for_batch_operators(self, parallelism: int) -> SourceReader:
-        """A source feeding batch operators only: Parquet files the subtasks read themselves
-        (`parquet_batches`), else this reader's batches."""
+    def for_parallelism(self, parallelism: int) -> SourceReader:
+        """Parquet files the subtasks read themselves (`parquet_batches`), else this reader."""
         from airflow_flinkchain.runtime.connectors.parquet_batches import ParquetBatchReader, direct_files
 
         files = direct_files(self.descriptor, self.path)

@@ -1,17 +1,18 @@
-"""A Parquet source read by the subtasks themselves, as Arrow batches, for a chain whose
-source feeds batch operators only.
+"""A Parquet source read by the subtasks themselves, as records or Arrow batches.
 
 Spark would read the files in the JVM, shuffle the rows to the chain's parallelism and
-stream them to the Python worker as Arrow; a batch head needs none of that. Each subtask
-reads its contiguous share of the rows (subtask k of p: rows [k*n/p, (k+1)*n/p) in file
-and row-group order, the split `execute_local()` makes) straight from the files with
-pyarrow, touching only the row groups that overlap its share; the same share in every
-attempt. Used for a Parquet file or a flat directory of them (no glob, no reader options,
-no partition subdirectories); anything else is read by Spark as before.
+stream them to the Python worker as Arrow; the shuffle would also lose the files' order.
+Each subtask reads its contiguous share of the rows (subtask k of p: rows [k*n/p,
+(k+1)*n/p) in file and row-group order, the split `execute_local()` makes, see
+`file_splits`) straight from the files with pyarrow, touching only the row groups that
+overlap its share; the same share in every attempt. Its records come as `SourceSplits`,
+one split per file piece. Used for a Parquet file or a flat directory of them (no glob,
+no reader options, no partition subdirectories); anything else is read by Spark (`files`).
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Iterator, Optional
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_flinkchain.runtime.connectors.base import SourceReader
+from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
@@ -57,26 +60,32 @@ class ParquetBatchReader(SourceReader):
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         return None  # the subtasks read by themselves
 
-    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    def _pieces(self, subtask: int) -> list:
+        """[(ParquetFile, first row, end row)]: the subtask's splits (`file_splits`)."""
         fs = Location(self.path).fs
         metas = [pq.ParquetFile(fs.open_input_file(f)) for f in self.files]
-        total = sum(m.metadata.num_rows for m in metas)
-        start = subtask * total // self.parallelism
-        end = (subtask + 1) * total // self.parallelism
+        pieces = subtask_pieces([m.metadata.num_rows for m in metas], subtask, self.parallelism)
+        return [(metas[i], lo, hi) for i, lo, hi in pieces]
+
+    def _piece_batches(self, pf: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
+        """Rows [lo, hi) of one file, reading only the row groups that overlap them."""
         schema = parse_output_type(self.schema, self.label)
         offset = 0
-        for pf in metas:
-            for rg in range(pf.metadata.num_row_groups):
-                rows = pf.metadata.row_group(rg).num_rows
-                lo, hi = max(start, offset), min(end, offset + rows)
-                if lo < hi:
-                    table = pf.read_row_group(rg, columns=None if schema is None else schema.names)
-                    table = table.slice(lo - offset, hi - lo)
-                    if schema is not None:
-                        table = table.cast(schema)
-                    yield from table.to_batches(max_chunksize=BATCH_ROWS)
-                offset += rows
+        for rg in range(pf.metadata.num_row_groups):
+            rows = pf.metadata.row_group(rg).num_rows
+            a, b = max(lo, offset), min(hi, offset + rows)
+            if a < b:
+                table = pf.read_row_group(rg, columns=None if schema is None else schema.names)
+                table = table.slice(a - offset, b - a)
+                if schema is not None:
+                    table = table.cast(schema)
+                yield from table.to_batches(max_chunksize=BATCH_ROWS)
+            offset += rows
 
-    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
-        for batch in self.read_batches(subtask, batches):
-            yield from batch.to_pylist()
+    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+        for pf, lo, hi in self._pieces(subtask):
+            yield from self._piece_batches(pf, lo, hi)
+
+    def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._piece_batches(*piece)))
+                             for piece in self._pieces(subtask)])

@@ -47,6 +47,7 @@ from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector
                                                 DirectedOutput, Output, RecordWriterOutput, TypeCoercingOutput)
 from airflow_flinkchain.runtime.core.partitioners import make_channel_selector
 from airflow_flinkchain.runtime.core.record_writer import RecordWriter
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.core.operators.base import adapt_function
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ class OperatorChain:
             self._note_watermarks_at_end_of_input()
             if checkpoint is not None:
                 self._restore(checkpoint)
+                self._pass_only_advancing_watermarks()
             self._phase("open", reversed(self.all_operators), lambda op: op.open())
             if checkpoint is not None:
                 self._reemit_restored_watermarks()
@@ -199,6 +201,24 @@ class OperatorChain:
             snapshots, own = checkpoint.restore(op.node.key, k)
             if snapshots:
                 op.guarded("restore", lambda: op.initialize_state(snapshots, own))
+
+    def _pass_only_advancing_watermarks(self) -> None:
+        """A restored one-input head goes on from the watermark it was restored to, as its input
+        valve does in one run (Flink's StatusWatermarkValve forwards only advancing watermarks): the
+        watermark the upstream chains re-emit at the start of a run does not reach it again, so a
+        timer registered behind it fires at the next watermark that advances, as in one run.
+        (A two-input head forwards only advancing combined watermarks itself.)"""
+        head = self.head
+        restored = head.current_watermark
+        if restored <= MIN_WATERMARK_TS or getattr(head, "two_input", False):
+            return
+        process_watermark = head.process_watermark
+
+        def advancing(watermark: Watermark) -> None:
+            if watermark.timestamp > restored:
+                process_watermark(watermark)
+
+        head.process_watermark = advancing
 
     def _reemit_restored_watermarks(self) -> None:
         """Each chain out-edge starts with the watermark its producer was restored to, so
@@ -269,6 +289,8 @@ class OperatorChain:
         if isinstance(inputs, ColumnarInput):
             self._build_handlers()
             return run_columnar(self.head, inputs)
+        if isinstance(inputs, SourceSplits):
+            inputs = inputs.records([op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         head, cell = self.head, self.cell
         self._build_handlers()
         fast = head.handler(False)
@@ -377,7 +399,8 @@ def run_subtask(
     `inputs`: the head's input elements in order: bare values (no
     timestamp), StreamRecord(value, ts), Watermark(ts); for a two-input
     head, a `TwoInputs` (input_selection.py). For a source head,
-    the split's values; for an exchange input, the channel files merged
+    the split's values (a `SourceSplits` when it reads several splits: its
+    timestamp assigners hear where each starts); for an exchange input, the channel files merged
     through `WatermarkValve.merge`. End of input pushes MAX_WATERMARK (fires
     remaining timers, emits keyed reduce results) then closes head to tail.
     `plain_values=True` promises that `inputs` holds bare values only (a

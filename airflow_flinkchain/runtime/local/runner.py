@@ -36,6 +36,8 @@ from airflow_flinkchain.runtime.connectors.base import ConnectorContext, source_
 from airflow_flinkchain.runtime.connectors.collect import PrintingWriter, print_lines
 from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter, commit_directory
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
+from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 from airflow_flinkchain.runtime.core.metrics import utc_now_iso
@@ -116,6 +118,7 @@ class LocalChainRun:
         self.sink_writers: dict[str, list] = {}  # sink node key -> writer per subtask, in subtask order
         self.stages: dict[str, Location] = {}  # file sink node key -> staging directory
         self.table: Any = None  # a file source's rows, as read (a pyarrow Table)
+        self.file_rows: list = []  # rows of each of its files, in name order
 
     def path_of(self, node) -> str:
         return (self.overrides.get(node.key) or {}).get("path", node.function.path)
@@ -177,13 +180,13 @@ class LocalChainRun:
             self.source = source_reader(head.function, ConnectorContext(head.name, head.key, label, path, None, None,
                                                                          self.chain.parallelism))
         elif self.source is None and isinstance(head.function, FileSource):
-            self.table = read_file_table(head.function, path, label)
+            self.table, self.file_rows = read_file_table(head.function, path, label)
 
-    def file_split(self, subtask: int) -> Any:
-        """Subtask k's contiguous row range of the file source (a pyarrow Table)."""
-        n, p = self.table.num_rows, self.chain.parallelism
-        start = subtask * n // p
-        return self.table.slice(start, (subtask + 1) * n // p - start)
+    def file_split(self, subtask: int) -> list:
+        """Subtask k's splits of the file source (`file_splits`): a pyarrow Table per piece of a file."""
+        starts = [sum(self.file_rows[:i]) for i in range(len(self.file_rows))]
+        return [self.table.slice(starts[i] + lo, hi - lo)
+                for i, lo, hi in subtask_pieces(self.file_rows, subtask, self.chain.parallelism)]
 
     def file_stage(self, node) -> Location:
         stage = self.stages.get(node.key)
@@ -242,7 +245,7 @@ class LocalTaskIO:
             return self.run.source.read(subtask, iter(())), self.run.source.plain_values
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
-            return self.run.file_split(subtask).to_pylist(), True
+            return SourceSplits([t.to_pylist() for t in self.run.file_split(subtask)]), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
@@ -258,7 +261,7 @@ class LocalTaskIO:
     def source_batches(self, head, subtask: int) -> Optional[Iterable]:
         if self.run.source is not None or not isinstance(head.function, FileSource):
             return None
-        return self.run.file_split(subtask).to_batches()
+        return (b for t in self.run.file_split(subtask) for b in t.to_batches())
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job

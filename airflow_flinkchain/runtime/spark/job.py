@@ -47,7 +47,7 @@ from airflow_flinkchain.runtime.spark.plan_file import ship_plan
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
 from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition
 from airflow_flinkchain.runtime.stream_run import ChainStreamStep, StreamRun
-from airflow_flinkchain.runtime.stream_task import check_output_types, feeds_batch_operators
+from airflow_flinkchain.runtime.stream_task import check_output_types
 
 METRICS_SCHEMA = "metrics string"
 
@@ -94,8 +94,7 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
     source = None
     if head.kind is OperatorKind.SOURCE:
         source = source_reader(head.function, context(head, f"source {head.name!r}"))
-        if feeds_batch_operators(job, head.id):
-            source = source.for_batch_operators(chain.parallelism)
+        source = source.for_parallelism(chain.parallelism)
     return SubtaskSpec(chain_id=chain_id, run_id=run_id, head_key=head.key, source=source,
                        inputs=inputs, outputs=outputs, sinks=sinks)
 

@@ -9,6 +9,11 @@ downstream with the watermark the records before it left. BATCH mode (and an int
 of 0) emits no watermark until the end, as Flink's NoWatermarksGenerator there.
 Watermarks from upstream are swallowed, except the final MAX watermark.
 
+Splits: chained to a source whose subtask reads several splits (files, or pieces of
+them) one after another, the watermark is generated per split as Flink's
+`from_source(source, watermark_strategy)` does, and combined as a WatermarkValve
+combines channels (`start_split`): a record in order within its split is never late.
+
 Idleness (`with_idleness`): the generator's `mark_idle`/`mark_active` go out as
 watermark statuses. Deterministic stand-in for the idle timeout: a subtask that gets
 no record at all is idle from its start, so the downstream WatermarkValve leaves its
@@ -71,14 +76,36 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.idleness = self.progressive and strategy.get_idle_timeout() is not None
         self.wm_output = _WatermarkEmitter(self)
         self.generator = None
+        self._generator_calls: list = [None, None]
         self._restored_generator = None
         self._saw_records = False  # in an earlier stream run (idleness at the end of input)
 
     def open(self) -> None:
         super().open()
         if self.progressive:
-            self.generator = (self._restored_generator
-                              or self.node.function.create_watermark_generator(self.runtime_context))
+            self._use_generator(self._restored_generator
+                                or self.node.function.create_watermark_generator(self.runtime_context))
+
+    def _use_generator(self, generator) -> None:
+        self.generator = generator
+        self._generator_calls[:] = [generator.on_event, generator.on_periodic_emit if self.per_record else None]
+
+    def start_split(self, index: int, count: int) -> None:
+        """Split `index` of the `count` this subtask's source reads one after another starts
+        (`core.splits`). The subtask's watermark is the minimum over its splits, as Flink's
+        per-split watermarks: held while a later split has not started (nothing is emitted), then
+        the last split's own, from a fresh generator."""
+        if self.generator is None or count < 2:
+            return
+        if index < count - 1:
+            self.wm_output.current = MAX_WATERMARK_TS  # held: no generated watermark advances past it
+            return
+        fresh = self.node.function.create_watermark_generator(self.runtime_context)
+        if type(fresh) is type(self.generator) and type(fresh) in _BOUNDED_GENERATORS:
+            vars(self.generator).update(vars(fresh))  # the inlined per-record path holds this object
+        else:
+            self._use_generator(fresh)
+        self.wm_output.current = self.current_watermark
 
     def emit_generated_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp
@@ -89,11 +116,10 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         cell, metrics, err, cee = self.cell, self.metrics, self.error_handler(False), ChainExecutionError
         extract = self.assigner.extract_timestamp if self.assigner is not None else None
         generator, wm_output = self.generator, self.wm_output
-        on_event = generator.on_event if generator is not None else None
-        periodic = generator.on_periodic_emit if (generator is not None and self.per_record) else None
-        min_ts = MIN_WATERMARK_TS
-        if periodic is not None and type(generator) in _BOUNDED_GENERATORS:
+        if self.per_record and type(generator) in _BOUNDED_GENERATORS:
             return self._bounded_process(emit, generator)
+        calls = self._generator_calls  # [on_event, on_periodic_emit]: start_split may swap the generator
+        min_ts = MIN_WATERMARK_TS
 
         def process(value: Any) -> None:
             metrics.records_in += 1
@@ -113,6 +139,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
                 emit(value)
             finally:
                 cell.value = previous  # other branches of the chain keep the input's timestamp
+            on_event, periodic = calls
             if on_event is not None:
                 try:
                     on_event(value, min_ts if ts is None else ts, wm_output)

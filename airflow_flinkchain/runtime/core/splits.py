@@ -1,0 +1,54 @@
+"""A source subtask's input as its splits, read one after another (Flink's SourceReader
+over the splits assigned to it).
+
+A record is late only against the watermark of its own split: the watermark of a subtask
+reading several splits is the minimum over them, as a WatermarkValve's over its channels
+(a split not started yet holds it back, a finished split no longer does). The chain tells
+its timestamp assigners where each split starts (`start_split(index, count)`), from an
+empty iterator placed before the split's records: no cost per record.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Callable, Iterable, Iterator, Sequence
+
+
+class SourceSplits:
+    """`splits`: one iterable of records per split, in reading order (read lazily)."""
+
+    def __init__(self, splits: Sequence[Iterable]):
+        self.splits = list(splits)
+
+    def __len__(self) -> int:
+        return len(self.splits)
+
+    def __iter__(self) -> Iterator:
+        return chain.from_iterable(self.splits)
+
+    def records(self, listeners: Sequence[Callable[[int, int], None]]) -> Iterator:
+        """The records of every split; each listener is called with (split index, split count)
+        before the split's first record is read."""
+        if not listeners or len(self.splits) < 2:
+            return iter(self)
+        count = len(self.splits)
+        parts: list = []
+        for index, split in enumerate(self.splits):
+            parts.append(_SplitStart(listeners, index, count))
+            parts.append(split)
+        return chain.from_iterable(parts)
+
+
+class _SplitStart:
+    """An empty iterator that notifies the listeners when it is reached."""
+
+    def __init__(self, listeners: Sequence[Callable[[int, int], None]], index: int, count: int):
+        self.listeners, self.index, self.count = listeners, index, count
+
+    def __iter__(self) -> "_SplitStart":
+        return self
+
+    def __next__(self):
+        for listener in self.listeners:
+            listener(self.index, self.count)
+        raise StopIteration
