@@ -33,6 +33,9 @@ def check_position(position: Any, method: str) -> Union[int, str]:
 class AggregationFunction(ReduceFunction):
     """Combines two records of one key on one field (`kind`: one of KINDS)."""
 
+    #: dict records keyed by a field take the batch path (runtime/core/operators/aggregation.py)
+    vectorizable = True
+
     def __init__(self, kind: str, position: Union[int, str]):
         if kind not in KINDS:
             raise ValueError(f"aggregation must be one of {KINDS}, got {kind!r}")

@@ -1,6 +1,8 @@
 """Stream operators of the chain runtime (Flink's StreamOperator family)."""
 
+from airflow_flinkchain.graph.field_keys import vectorized_aggregation
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime.core.operators.aggregation import VectorizedAggregationOperator
 from airflow_flinkchain.runtime.core.operators.base import ChainScope, StreamOperator
 from airflow_flinkchain.runtime.core.operators.batch import FilterBatchesOperator, MapBatchesOperator
 from airflow_flinkchain.runtime.core.operators.co_broadcast import (BroadcastProcessOperator,
@@ -37,6 +39,8 @@ def create_operator(node, scope: ChainScope, sink_writer_factory) -> StreamOpera
         if node.key_selector is not None and kind in KEYED_CO_MAPS:
             return KEYED_CO_MAPS[kind](node, scope)
         return TWO_INPUT_OPERATORS[kind](node, scope)
+    if node.key_selector is not None and kind is OperatorKind.REDUCE and vectorized_aggregation(node):
+        return VectorizedAggregationOperator(node, scope)
     if node.key_selector is not None and kind in KEYED_OPERATORS:
         return KEYED_OPERATORS[kind](node, scope)
     if kind in BATCH_OPERATORS:

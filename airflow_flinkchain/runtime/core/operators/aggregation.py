@@ -1,0 +1,159 @@
+"""The vectorized keyed aggregation: `KeyedStream.sum/min/max/min_by/max_by` with a batch path.
+
+The operator is the per-record ReduceOperator (same state: one accumulator per key in the
+`_reduce_state` ValueState of the keyed backend, heap or RocksDB; same snapshots; same
+watermark handling) plus `process_batch`, taken when Arrow batches reach it: a typed
+exchange edge read by the chain head (records keyed by a field: graph/field_keys.py).
+Records that come one by one take the per-record path.
+
+STREAMING: per batch, the keys' accumulators are read from state, the rolling accumulator of
+every row is computed at once (core/grouped.py), emitted as one batch with each row stamped
+with its input row's timestamp (the record the per-record reduce emits after that row, in
+the same order), and each key's last accumulator goes back to state.
+
+BATCH: batches are held to the end of input, then sorted by timestamp (stable, rows without
+one first) and folded per key in that order: one result per key, stamped with the MAX
+watermark, as the per-record BATCH reduce.
+
+A batch the vectorized fold cannot compute exactly (core/grouped.py lists when) is handed to
+the per-record path row by row: the results are the same, only slower.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_flinkchain.graph.field_keys import vectorized_aggregation
+from airflow_flinkchain.runtime.core.batches import batch_emitter, rows_emitter, timestamps, without_timestamps
+from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.grouped import key_codes, rolling
+from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
+from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
+
+
+class VectorizedAggregationOperator(ReduceOperator):
+    """ReduceOperator of an AggregationFunction over a field-keyed stream, with a batch path."""
+
+    takes_batches = True
+
+    def __init__(self, node, scope):
+        super().__init__(node, scope)
+        self.key_field = vectorized_aggregation(node)
+        self.kind = node.function.kind
+        self.field = node.function.position
+        self._held: list = []  # BATCH: the batches, folded at the end of input
+        self._batch_emit: Any = None
+        self.batches_vectorized = 0
+        self.batches_per_record = 0
+
+    # ---- batches -----------------------------------------------------------
+    def process_batch(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        if n == 0:
+            return
+        if self.batch:
+            self._held.append(batch)
+            return
+        t0 = time.perf_counter()
+        done = self._rolling(batch)
+        if done:
+            self.sampled_time += time.perf_counter() - t0
+            self.sampled_in += n
+        else:
+            self._per_record(batch)
+
+    def _emit(self, out: pa.RecordBatch) -> None:
+        emit = self._batch_emit
+        if emit is None:
+            emit = self._batch_emit = batch_emitter(self.output, None, False, self.cell)
+        self.metrics.records_out += out.num_rows
+        if emit is not None:
+            emit(out)
+
+    def _codes(self, rows: pa.RecordBatch) -> Optional[tuple]:
+        if self.key_field not in rows.schema.names:
+            return None
+        return key_codes(rows.column(self.key_field))
+
+    def _rolling(self, batch: pa.RecordBatch) -> bool:
+        """STREAMING: the rolling results of one batch, state read and written per key."""
+        rows = without_timestamps(batch)
+        encoded = self._codes(rows)
+        if encoded is None:
+            return False
+        codes, keys = encoded
+        backend, state = self.state_backend, self.acc_state
+        prior = {}
+        for code, key in enumerate(keys):
+            backend.set_current_key(key)
+            acc = state.value()
+            if acc is not None:
+                prior[code] = acc
+        result = rolling(rows, codes, self.field, self.kind, prior)
+        if result is None:
+            return False
+        self.metrics.records_in += batch.num_rows
+        finals = result.out.take(pa.array(result.last)).to_pylist()
+        for code, acc in zip(result.last_codes.tolist(), finals):
+            backend.set_current_key(keys[code])
+            state.update(acc)
+        ts = timestamps(batch)
+        out = result.out if ts is None else result.out.append_column(TS_COLUMN, ts)
+        self.batches_vectorized += 1
+        self._emit(out)
+        return True
+
+    def _per_record(self, batch: pa.RecordBatch) -> None:
+        """The per-record path for a batch the vectorized fold does not take (STREAMING: at
+        once; BATCH: into the per-key buffer)."""
+        self.batches_per_record += 1
+        rows_emitter(self.handler(False), self.cell)(batch)
+
+    # ---- BATCH: the end of input ---------------------------------------------
+    def _replay_batch(self) -> None:
+        held, self._held = self._held, []
+        if held:
+            t0 = time.perf_counter()
+            n = sum(b.num_rows for b in held)
+            if self._fold(held):
+                self.sampled_time += time.perf_counter() - t0
+                self.sampled_in += n
+            else:
+                for batch in held:
+                    self._per_record(batch)
+        super()._replay_batch()
+
+    def _fold(self, held: list) -> bool:
+        """BATCH: one result per key over every held batch, in timestamp order per key."""
+        rows_list, ts_list = [], []
+        for b in held:
+            ts = timestamps(b)
+            rows_list.append(without_timestamps(b))
+            ts_list.append(pa.nulls(b.num_rows, pa.int64()) if ts is None else ts.cast(pa.int64()))
+        try:
+            table = pa.Table.from_batches(rows_list)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return False  # batches of different columns: the per-record path takes any records
+        ts_all = pa.chunked_array(ts_list, pa.int64())
+        if ts_all.null_count < len(ts_all):  # stable: rows without a timestamp first, as sort_by_timestamp
+            order = np.argsort(ts_all.fill_null(MIN_WATERMARK_TS).to_numpy(), kind="stable")
+            table = table.take(pa.array(order))
+        rows = table.combine_chunks().to_batches()[0] if table.num_rows else None
+        if rows is None:
+            return True
+        encoded = self._codes(rows)
+        if encoded is None:
+            return False
+        result = rolling(rows, encoded[0], self.field, self.kind, {})
+        if result is None:
+            return False
+        self.metrics.records_in += rows.num_rows
+        finals = result.out.take(pa.array(result.last))
+        self.batches_vectorized += len(held)
+        self._emit(finals.append_column(TS_COLUMN, pa.array(np.full(finals.num_rows, MAX_WATERMARK_TS),
+                                                            pa.int64())))
+        return True
