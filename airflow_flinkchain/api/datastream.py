@@ -219,7 +219,8 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
                 "assign_timestamps_and_watermarks() needs a WatermarkStrategy (airflow_flinkchain.common), "
                 f"got {watermark_strategy!r}; e.g. WatermarkStrategy.for_monotonous_timestamps()"
                 ".with_timestamp_assigner(...)")
-        return self._add(OperatorKind.TIMESTAMPS_AND_WATERMARKS, "Timestamps/Watermarks", watermark_strategy)
+        return self._add(OperatorKind.TIMESTAMPS_AND_WATERMARKS, "Timestamps/Watermarks", watermark_strategy,
+                         output_type=self._record_type())
 
     def window_all(self, window_assigner: Any) -> "AllWindowedStream":
         """Windows over the whole stream (not keyed): one window operator with parallelism 1
@@ -482,6 +483,17 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
                 return t.output_type if isinstance(t.output_type, TypeInformation) else None
             t = t.inputs[0]
         return t.type_info
+
+    def _record_type(self) -> Any:
+        """The declared type of this stream's records (a PyFlink TypeInformation, a dict of
+        field types or a pyarrow schema), or None: what operators keeping their input's type
+        declare (Flink: timestamps/watermarks, keyed aggregations)."""
+        t = self._t
+        while not isinstance(t, OperatorTransformation):
+            if isinstance(t, SideOutputTransformation):
+                return t.output_type
+            t = t.inputs[0]
+        return t.type_info if t.type_info is not None else t.output_type
 
     def collect(self, name: str) -> "DataStreamSink":
         """Keep the records under `name` (for tests and examples); the sink is named `name`,

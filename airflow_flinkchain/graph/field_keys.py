@@ -66,3 +66,17 @@ def takes_batches(node: Any) -> bool:
     """Whether the operator has a batch path (batch functions, vectorized aggregations)."""
     return node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES) or \
         vectorized_aggregation(node) is not None
+
+
+def runs_vectorized(graph: Any, node: Any) -> bool:
+    """Whether the operator computes over Arrow batches (what `flinkchain plan` and the Chains
+    tab mark "vectorized"): a batch function always; a vectorized aggregation when its input
+    is typed (every in-edge's records declare a type: the chain head then reads the exchange
+    as batches), else it runs per record."""
+    if node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES):
+        return True
+    if vectorized_aggregation(node) is None:
+        return False
+    edges = graph.in_edges(node.id)
+    return bool(edges) and all(
+        (graph.node(e.source_id).output_type if e.output_tag is None else e.output_type) is not None for e in edges)

@@ -225,3 +225,22 @@ def test_rolling_equals_the_per_record_fold_with_state_in_front():
     assert rolling(floats, np.zeros(2, np.int64), "v", "sum", {}) is None  # float sums: per record
     nan = pa.RecordBatch.from_pylist([{"k": "a", "v": float("nan")}])
     assert rolling(nan, np.zeros(1, np.int64), "v", "min", {}) is None
+
+
+def test_plan_marks_the_operators_that_compute_over_batches():
+    from airflow_flinkchain.planner.formats import format_text
+
+    def pipeline(typed):
+        p = StreamPipeline("marks", parallelism=2, runtime_mode="batch")
+        s = p.from_collection([{"k": "a", "v": 1}], output_type={"k": "string", "v": "int64"} if typed else None)
+        s.key_by(lambda r: r["k"]).sum("v").name("total").collect("out")
+        s.map_batches(lambda b: b).name("batchy").collect("copy")
+        return p.plan()
+
+    typed, untyped = pipeline(True), pipeline(False)
+    ops = {o["name"]: o["vectorized"] for c in typed.to_dict()["chains"] for o in c["operators"]}
+    assert ops["total"] and ops["batchy"] and not ops["out"]
+    assert "total -> out  [vectorized: total]" in format_text([typed])
+    # untyped input: the exchange is pickled, the aggregation runs per record
+    assert {o["name"]: o["vectorized"] for c in untyped.to_dict()["chains"] for o in c["operators"]}["total"] is False
+    assert "[vectorized: total]" not in format_text([untyped])
