@@ -244,3 +244,14 @@ def test_plan_marks_the_operators_that_compute_over_batches():
     # untyped input: the exchange is pickled, the aggregation runs per record
     assert {o["name"]: o["vectorized"] for c in untyped.to_dict()["chains"] for o in c["operators"]}["total"] is False
     assert "[vectorized: total]" not in format_text([untyped])
+
+
+def test_only_last_gives_each_keys_final_accumulator():
+    rng = random.Random(5)
+    for kind in KINDS:
+        rows = [{"k": rng.choice([1, 2, 3]), "v": rng.randint(-4, 4), "x": i} for i in range(60)]
+        batch = pa.RecordBatch.from_pylist(rows)
+        codes, keys = key_codes(batch.column("k"))
+        full, last = rolling(batch, codes, "v", kind, {}), rolling(batch, codes, "v", kind, {}, only_last=True)
+        assert last.out.to_pylist() == full.out.take(pa.array(full.last)).to_pylist()
+        assert last.last_codes.tolist() == full.last_codes.tolist()

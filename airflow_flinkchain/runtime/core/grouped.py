@@ -94,9 +94,11 @@ def _group_cumulative(vs: np.ndarray, gid: np.ndarray, groups: int, smallest: bo
     return uniq[acc - shift]
 
 
-def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prior: dict) -> Optional[Rolling]:
+def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prior: dict,
+            only_last: bool = False) -> Optional[Rolling]:
     """See the module docstring. `rows`: the batch without its timestamp column; `codes`: its
-    key codes (key_codes); `prior`: {code: accumulator dict} of the keys that have one."""
+    key codes (key_codes); `prior`: {code: accumulator dict} of the keys that have one.
+    `only_last`: `out` holds each key's last accumulator only (BATCH: one result per key)."""
     if field not in rows.schema.names:
         return None
     v = _values(rows.column(field), kind)
@@ -120,35 +122,32 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
     sc = codes[order]
     start = np.ones(n, dtype=bool)
     start[1:] = sc[1:] != sc[:-1]
+    end = np.ones(n, dtype=bool)
+    end[:-1] = start[1:]
     positions = np.arange(n)
     group_start = np.maximum.accumulate(np.where(start, positions, 0))  # per sorted row: its group's first
     vs = v[order]
+    # the sorted rows whose accumulators are output: all (in input order, less the state rows) or the last per key
+    wanted = np.flatnonzero(end) if only_last else np.argsort(order, kind="stable")[skip:]
     if kind in ("min_by", "max_by"):
         gid = np.cumsum(start) - 1
-        best = _group_cumulative(vs, gid, int(gid[-1]) + 1 if n else 0, kind == "min_by")
+        best = _group_cumulative(vs, gid, int(gid[-1]) + 1, kind == "min_by")
         changed = start.copy()
         changed[1:] |= best[1:] != best[:-1]
-        source = np.empty(n, dtype=np.int64)
-        source[order] = order[np.maximum.accumulate(np.where(changed, positions, 0))]
-        out = table.take(pa.array(source[skip:]))
+        source = order[np.maximum.accumulate(np.where(changed, positions, 0))]
+        out = table.take(pa.array(source[wanted]))
     else:
         if kind == "sum":
             cs = np.cumsum(vs)
-            result_sorted = cs - cs[group_start] + vs[group_start]
+            result = cs - cs[group_start] + vs[group_start]
         else:
             gid = np.cumsum(start) - 1
-            result_sorted = _group_cumulative(vs, gid, int(gid[-1]) + 1 if n else 0, kind == "min")
-        result = np.empty_like(result_sorted)
-        result[order] = result_sorted
-        template = np.empty(n, dtype=np.int64)
-        template[order] = order[group_start]
-        out = table.take(pa.array(template[skip:]))
+            result = _group_cumulative(vs, gid, int(gid[-1]) + 1, kind == "min")
+        out = table.take(pa.array(order[group_start][wanted]))
         col_type = pa.int64() if kind == "sum" else rows.schema.field(field).type
         out = out.set_column(out.schema.get_field_index(field), rows.schema.field(field).with_type(col_type),
-                             pa.array(result[skip:], type=col_type))
+                             pa.array(result[wanted], type=col_type))
     if isinstance(out, pa.Table):
         out = out.combine_chunks().to_batches()[0] if out.num_rows else rows.slice(0, 0)
-    end = np.ones(n, dtype=bool)
-    end[:-1] = sc[1:] != sc[:-1]
-    last = order[end] - skip
+    last = np.arange(int(end.sum())) if only_last else order[end] - skip
     return Rolling(out, last, sc[end])

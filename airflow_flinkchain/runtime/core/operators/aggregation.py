@@ -148,11 +148,11 @@ class VectorizedAggregationOperator(ReduceOperator):
         encoded = self._codes(rows)
         if encoded is None:
             return False
-        result = rolling(rows, encoded[0], self.field, self.kind, {})
+        result = rolling(rows, encoded[0], self.field, self.kind, {}, only_last=True)
         if result is None:
             return False
         self.metrics.records_in += rows.num_rows
-        finals = result.out.take(pa.array(result.last))
+        finals = result.out
         self.batches_vectorized += len(held)
         self._emit(finals.append_column(TS_COLUMN, pa.array(np.full(finals.num_rows, MAX_WATERMARK_TS),
                                                             pa.int64())))
