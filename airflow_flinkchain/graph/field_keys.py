@@ -1,5 +1,5 @@
-"""Key selectors that select one field of a dict record, and the operators that may take
-Arrow batches because of them (docs/vectorized.md, "Vectorized aggregations").
+"""Key selectors that select one field of a dict record (docs/vectorized.md, "Vectorized
+aggregations"; planner/vectorized.py: the operators that take Arrow batches because of them).
 
 A key selector is a *field key* when its result is `record[name]` for a constant str `name`
 and nothing else: `operator.itemgetter("k")`, `lambda r: r["k"]`, a function or a
@@ -19,7 +19,6 @@ import dis
 import operator
 from typing import Any, Optional
 
-from airflow_flinkchain.graph.model import OperatorKind
 
 _LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_BORROW", "LOAD_FAST_CHECK"})
 _SKIP = frozenset({"RESUME", "NOP", "CACHE", "NOT_TAKEN"})
@@ -50,33 +49,3 @@ def field_key(selector: Any) -> Optional[str]:
     subscript = ops[2].opname == "BINARY_SUBSCR" or (ops[2].opname == "BINARY_OP" and ops[2].argrepr == "[]")
     name = ops[1].argval
     return name if subscript and ops[3].opname == "RETURN_VALUE" and type(name) is str else None
-
-
-def vectorized_aggregation(node: Any) -> Optional[str]:
-    """The key field of a keyed built-in aggregation (`KeyedStream.sum/min/max/min_by/max_by`)
-    that takes Arrow batches, or None when the operator runs per record only."""
-    fn = node.function
-    if node.kind is not OperatorKind.REDUCE or not getattr(fn, "vectorizable", False) or \
-            type(getattr(fn, "position", None)) is not str:
-        return None  # a position (tuples, lists) has no column
-    return field_key(node.key_selector)
-
-
-def takes_batches(node: Any) -> bool:
-    """Whether the operator has a batch path (batch functions, vectorized aggregations)."""
-    return node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES) or \
-        vectorized_aggregation(node) is not None
-
-
-def runs_vectorized(graph: Any, node: Any) -> bool:
-    """Whether the operator computes over Arrow batches (what `flinkchain plan` and the Chains
-    tab mark "vectorized"): a batch function always; a vectorized aggregation when its input
-    is typed (every in-edge's records declare a type: the chain head then reads the exchange
-    as batches), else it runs per record."""
-    if node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES):
-        return True
-    if vectorized_aggregation(node) is None:
-        return False
-    edges = graph.in_edges(node.id)
-    return bool(edges) and all(
-        (graph.node(e.source_id).output_type if e.output_tag is None else e.output_type) is not None for e in edges)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from airflow_flinkchain.graph.field_keys import runs_vectorized
+from airflow_flinkchain.planner.vectorized import runs_vectorized
 from airflow_flinkchain.graph.model import DEFAULT_SLOT_SHARING_GROUP
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from airflow_flinkchain.graph.field_keys import runs_vectorized
+from airflow_flinkchain.planner.vectorized import runs_vectorized
 from airflow_flinkchain.graph.model import Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 

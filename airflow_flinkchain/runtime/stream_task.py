@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
-from airflow_flinkchain.graph.field_keys import field_key, takes_batches
+from airflow_flinkchain.graph.field_keys import field_key
+from airflow_flinkchain.planner.vectorized import takes_batches
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.runtime.core.input_selection import TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import ChannelWriter, SinkWriter

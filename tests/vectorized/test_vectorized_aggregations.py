@@ -18,13 +18,15 @@ import pytest
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.api.aggregations import AggregationFunction
 from airflow_flinkchain.functions import KeySelector
-from airflow_flinkchain.graph.field_keys import field_key, vectorized_aggregation
+from airflow_flinkchain.graph.field_keys import field_key
+from airflow_flinkchain.planner.vectorized import vectorized_aggregation
 from airflow_flinkchain.runtime.core.batches import ColumnarInput
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.core.grouped import key_codes, rolling
 from airflow_flinkchain.runtime.core.memory import MemoryWriters
 from airflow_flinkchain.runtime.core.operator_chain import run_subtask
-from airflow_flinkchain.runtime.core.operators.aggregation import VectorizedAggregationOperator
+from airflow_flinkchain.runtime.core.operators.aggregation import (VectorizedAggregationOperator,
+                                                                  VectorizedWindowAggregationOperator)
 
 KINDS = ("sum", "min", "max", "min_by", "max_by")
 
@@ -255,3 +257,55 @@ def test_only_last_gives_each_keys_final_accumulator():
         full, last = rolling(batch, codes, "v", kind, {}), rolling(batch, codes, "v", kind, {}, only_last=True)
         assert last.out.to_pylist() == full.out.take(pa.array(full.last)).to_pylist()
         assert last.last_codes.tolist() == full.last_codes.tolist()
+
+
+def _window_plan(kind, mode, twin=False, offset=0):
+    from airflow_flinkchain.window import TumblingEventTimeWindows
+
+    p = StreamPipeline(f"win_{kind}", parallelism=1, runtime_mode=mode)
+    windowed = p.from_collection([{"k": "a", "v": 1}]).key_by(lambda r: r["k"]).window(
+        TumblingEventTimeWindows.of(10, offset))
+    fn = AggregationFunction(kind, "v")
+    result = windowed.reduce(lambda a, b: fn.reduce(a, b)) if twin else getattr(windowed, kind)("v")
+    result.name("agg").collect("out")
+    job = p.plan()
+    return job, next(c for c in job.chains if c.name.startswith("agg")).id
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_window_aggregations_on_batches_equal_the_reduce_twin(kind, mode, monkeypatch):
+    """Tumbling windows: BATCH folds the batches per key and window; STREAMING takes them row
+    by row through the window operator (late records and firings as per record)."""
+    from airflow_flinkchain.planner.vectorized import vectorized_window
+
+    job, chain_id = _window_plan(kind, mode, offset=3)
+    twin, twin_chain = _window_plan(kind, mode, twin=True, offset=3)
+    assert vectorized_window(next(n for n in job.stream_graph.nodes if n.name == "agg")) == "k"
+    folds = []
+    original = VectorizedWindowAggregationOperator._fold
+    monkeypatch.setattr(VectorizedWindowAggregationOperator, "_fold",
+                        lambda self, held: folds.append(original(self, held)) or folds[-1])
+    for seed in range(5):
+        rng = random.Random(seed)
+        elements = _elements(rng, rng.randint(1, 150), ["a", "b", "c"])
+        want = _run(twin, twin_chain, list(elements))
+        assert _multiset(_run(job, chain_id, list(elements))) == _multiset(want)
+        assert _multiset(_run(job, chain_id, ColumnarInput(_batches(elements, rng)))) == _multiset(want), seed
+    assert folds == ([True] * 5 if mode == "batch" else [])  # BATCH: the vectorized fold, every time
+
+
+def test_windowed_and_all_windowed_built_in_aggregations_per_record():
+    from airflow_flinkchain.window import CountTumblingWindowAssigner
+
+    p = StreamPipeline("win_builtins", parallelism=1, runtime_mode="batch")
+    s = p.from_collection([("a", 3, "x"), ("a", 1, "y"), ("b", 5, "z"), ("a", 2, "w")])
+    w = s.key_by(lambda r: r[0]).window(CountTumblingWindowAssigner.of(2))
+    w.sum(1).collect("sum")
+    w.min(1).collect("min")
+    w.max_by(1).collect("max_by")
+    s.window_all(CountTumblingWindowAssigner.of(2)).min_by(1).collect("all_min_by")
+    out = p.execute_local()
+    assert out.output("sum") == [("a", 4, "x")] and out.output("min") == [("a", 1, "x")]
+    assert out.output("max_by") == [("a", 3, "x")]
+    assert sorted(out.output("all_min_by")) == [("a", 1, "y"), ("a", 2, "w")]

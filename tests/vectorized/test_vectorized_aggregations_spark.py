@@ -16,7 +16,7 @@ from airflow_flinkchain.api.aggregations import AggregationFunction
 from airflow_flinkchain.common import Duration, WatermarkStrategy
 from airflow_flinkchain.io import ParquetSource
 from airflow_flinkchain.runtime.spark.local import execute_pipeline
-from airflow_flinkchain.graph.field_keys import takes_batches
+from airflow_flinkchain.planner.vectorized import takes_batches
 from tests.conformance_cases import WithTimestamp
 
 pytestmark = pytest.mark.spark
@@ -102,3 +102,30 @@ def test_stream_runs_with_rescaling_and_a_drain_equal_the_per_record_runs(spark,
     want = stream_runs(spark, tmp_path, "twin", [False] * 4)
     got = stream_runs(spark, tmp_path, "mixed", [True, False, True, True])
     assert len(want) == 360 and as_multiset(got) == as_multiset(want)
+
+
+def build_window(name, path, kind, mode, vectorized):
+    from airflow_flinkchain.window import TumblingEventTimeWindows
+
+    p = StreamPipeline(name, parallelism=2, runtime_mode=mode)
+    s = p.from_source(ParquetSource(str(path)), name="src", output_type=ROW)
+    s = s.assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(20)).with_timestamp_assigner(lambda r, _ts: r["ts"]))
+    w = s.key_by(lambda r: r["k"]).window(TumblingEventTimeWindows.of(Duration.of_millis(30)))
+    agg = getattr(w, kind)("v") if vectorized else w.reduce(twin_reduce(kind))
+    agg.name("agg").process(WithTimestamp()).name("stamp").collect("out")
+    return p
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_tumbling_window_aggregations_equal_their_reduce_twin(spark, tmp_path, mode):
+    data = tmp_path / "in"
+    write_slice(data, "a.parquet", 3, 300)
+    write_slice(data, "b.parquet", 4, 250)
+    for kind in ("sum", "min_by"):
+        p = build_window(f"win_{kind}", data, kind, mode, True)
+        if mode == "batch":
+            assert_takes_batches(p)
+        got, want = (execute_pipeline(q, spark=spark).output("out")
+                     for q in (p, build_window(f"twin_{kind}", data, kind, mode, False)))
+        assert got and as_multiset(got) == as_multiset(want), (kind, mode)

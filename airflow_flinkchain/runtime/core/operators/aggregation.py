@@ -1,4 +1,5 @@
-"""The vectorized keyed aggregation: `KeyedStream.sum/min/max/min_by/max_by` with a batch path.
+"""The vectorized keyed aggregations: `KeyedStream.sum/min/max/min_by/max_by` with a batch path
+(and `WindowedStream`'s over tumbling event-time windows in BATCH, at the end of this module).
 
 The operator is the per-record ReduceOperator (same state: one accumulator per key in the
 `_reduce_state` ValueState of the keyed backend, heap or RocksDB; same snapshots; same
@@ -27,11 +28,12 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from airflow_flinkchain.graph.field_keys import vectorized_aggregation
+from airflow_flinkchain.planner.vectorized import vectorized_aggregation, vectorized_window
 from airflow_flinkchain.runtime.core.batches import batch_emitter, rows_emitter, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
 from airflow_flinkchain.runtime.core.grouped import key_codes, rolling
 from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
+from airflow_flinkchain.runtime.core.operators.window_stream import WindowStreamOperator
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
 
 
@@ -129,22 +131,10 @@ class VectorizedAggregationOperator(ReduceOperator):
 
     def _fold(self, held: list) -> bool:
         """BATCH: one result per key over every held batch, in timestamp order per key."""
-        rows_list, ts_list = [], []
-        for b in held:
-            ts = timestamps(b)
-            rows_list.append(without_timestamps(b))
-            ts_list.append(pa.nulls(b.num_rows, pa.int64()) if ts is None else ts.cast(pa.int64()))
-        try:
-            table = pa.Table.from_batches(rows_list)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return False  # batches of different columns: the per-record path takes any records
-        ts_all = pa.chunked_array(ts_list, pa.int64())
-        if ts_all.null_count < len(ts_all):  # stable: rows without a timestamp first, as sort_by_timestamp
-            order = np.argsort(ts_all.fill_null(MIN_WATERMARK_TS).to_numpy(), kind="stable")
-            table = table.take(pa.array(order))
-        rows = table.combine_chunks().to_batches()[0] if table.num_rows else None
-        if rows is None:
-            return True
+        sorted_rows = held_rows(held)
+        if sorted_rows is None:
+            return False
+        rows, _ts = sorted_rows
         encoded = self._codes(rows)
         if encoded is None:
             return False
@@ -152,8 +142,94 @@ class VectorizedAggregationOperator(ReduceOperator):
         if result is None:
             return False
         self.metrics.records_in += rows.num_rows
-        finals = result.out
         self.batches_vectorized += len(held)
-        self._emit(finals.append_column(TS_COLUMN, pa.array(np.full(finals.num_rows, MAX_WATERMARK_TS),
-                                                            pa.int64())))
+        stamps = np.full(result.out.num_rows, MAX_WATERMARK_TS, dtype=np.int64)
+        self._emit(result.out.append_column(TS_COLUMN, pa.array(stamps, pa.int64())))
+        return True
+
+
+def held_rows(held: list) -> Optional[tuple]:
+    """BATCH: the held batches as one batch sorted by timestamp (stable, rows without one first,
+    as keyed.sort_by_timestamp) and its timestamps (None: no row has one); None when the
+    batches' columns differ (the per-record path takes any records)."""
+    rows_list, ts_list = [], []
+    for b in held:
+        ts = timestamps(b)
+        rows_list.append(without_timestamps(b))
+        ts_list.append(pa.nulls(b.num_rows, pa.int64()) if ts is None else ts.cast(pa.int64()))
+    try:
+        table = pa.Table.from_batches(rows_list)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    ts_all = pa.chunked_array(ts_list, pa.int64())
+    ts = None
+    if ts_all.null_count < len(ts_all):
+        ts = ts_all.fill_null(MIN_WATERMARK_TS).to_numpy()
+        order = np.argsort(ts, kind="stable")
+        table, ts = table.take(pa.array(order)), ts[order]
+    return table.combine_chunks().to_batches()[0], ts
+
+
+class VectorizedWindowAggregationOperator(WindowStreamOperator):
+    """A keyed tumbling event-time window reducing with an AggregationFunction (WindowedStream.sum
+    and co.), keyed by a field. BATCH: the held batches are folded per key and window at the
+    end of input (nothing is late in BATCH), each result stamped with its window's end - 1, as
+    the per-record window operator fires them. STREAMING: batches go through the per-record
+    window operator row by row."""
+
+    takes_batches = True
+
+    def __init__(self, node, scope):
+        super().__init__(node, scope)
+        self.key_field = vectorized_window(node)
+        spec = node.function
+        self.kind, self.field = spec.function.kind, spec.function.position
+        self.size, self.offset = spec.assigner.get_size(), spec.assigner.get_offset()
+        self._held: list = []
+        self._batch_emit: Any = None
+
+    def process_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self.batch:
+            self._held.append(batch)
+        else:
+            rows_emitter(self.handler(False), self.cell)(batch)
+
+    def _replay_batch(self) -> None:
+        held, self._held = self._held, []
+        if held and not self._fold(held):
+            emit = rows_emitter(self.handler(False), self.cell)
+            for batch in held:
+                emit(batch)
+        super()._replay_batch()
+
+    def _fold(self, held: list) -> bool:
+        t0 = time.perf_counter()
+        sorted_rows = held_rows(held)
+        if sorted_rows is None or sorted_rows[1] is None or self.key_field not in sorted_rows[0].schema.names:
+            return False
+        rows, ts = sorted_rows
+        if (ts == MIN_WATERMARK_TS).any():
+            return False  # a record without a timestamp: the per-record window reports it
+        encoded = key_codes(rows.column(self.key_field))
+        if encoded is None:
+            return False
+        starts = ts - (ts - self.offset) % self.size
+        groups, group_of_row = np.unique(np.stack([encoded[0], starts], axis=1), axis=0, return_inverse=True)
+        result = rolling(rows, group_of_row.reshape(-1).astype(np.int64), self.field, self.kind, {},
+                         only_last=True)
+        if result is None:
+            return False
+        self.metrics.records_in += rows.num_rows
+        stamps = groups[result.last_codes, 1] + (self.size - 1)  # the window's max timestamp
+        out = result.out.append_column(TS_COLUMN, pa.array(stamps, pa.int64()))
+        emit = self._batch_emit
+        if emit is None:
+            emit = self._batch_emit = batch_emitter(self.output, None, False, self.cell)
+        self.metrics.records_out += out.num_rows
+        if emit is not None:
+            emit(out)
+        self.sampled_time += time.perf_counter() - t0
+        self.sampled_in += rows.num_rows
         return True
