@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from airflow_flinkchain.graph.field_keys import field_key
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.graph.windows import WindowFunctionKind
 from airflow_flinkchain.window import TumblingEventTimeWindows
 
 
@@ -24,17 +25,21 @@ def vectorized_aggregation(node: Any) -> Optional[str]:
 
 
 def vectorized_window(node: Any) -> Optional[str]:
-    """The key field of a keyed tumbling event-time window aggregation (`WindowedStream.sum/min/
-    max/min_by/max_by`, default trigger, no window function) with a batch path in BATCH mode,
-    or None."""
+    """The key field of a keyed tumbling event-time window computing a built-in aggregation
+    (`WindowedStream.sum/min/max/min_by/max_by`, or `aggregate(Aggregates.of(...))`) with the
+    default trigger and no window function: it has a batch path in BATCH mode. None otherwise."""
     spec = node.function
     if node.kind is not OperatorKind.WINDOW or getattr(spec, "all_windows", True) or spec.trigger is not None \
             or spec.window_function is not None or type(spec.assigner) is not TumblingEventTimeWindows:
         return None
     fn = spec.function
-    if not getattr(fn, "vectorizable", False) or type(getattr(fn, "position", None)) is not str:
+    if not getattr(fn, "vectorizable", False):
         return None
-    return field_key(node.key_selector)
+    if spec.function_kind is WindowFunctionKind.AGGREGATE:
+        fields = [f for f, _how in getattr(fn, "columns", {}).values()]
+    else:
+        fields = [getattr(fn, "position", None)]
+    return field_key(node.key_selector) if all(type(f) is str for f in fields) else None
 
 
 def takes_batches(node: Any) -> bool:

@@ -309,3 +309,29 @@ def test_windowed_and_all_windowed_built_in_aggregations_per_record():
     assert out.output("sum") == [("a", 4, "x")] and out.output("min") == [("a", 1, "x")]
     assert out.output("max_by") == [("a", 3, "x")]
     assert sorted(out.output("all_min_by")) == [("a", 1, "y"), ("a", 2, "w")]
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_declarative_aggregates_on_batches_equal_records(mode, monkeypatch):
+    from airflow_flinkchain.api.aggregations import Aggregates
+    from airflow_flinkchain.window import TumblingEventTimeWindows
+
+    agg = Aggregates.of(key=("k", "first"), total=("v", "sum"), n=("v", "count"), mean=("v", "avg"),
+                        low=("v", "min"), high=("v", "max"), first_seq=("seq", "first"))
+    p = StreamPipeline("win_aggregates", parallelism=1, runtime_mode=mode)
+    w = p.from_collection([{"k": "a", "v": 1}]).key_by(lambda r: r["k"]).window(TumblingEventTimeWindows.of(10))
+    w.aggregate(agg).name("agg").collect("out")
+    job = p.plan()
+    chain_id = next(c for c in job.chains if c.name.startswith("agg")).id
+    folds = []
+    original = VectorizedWindowAggregationOperator._fold
+    monkeypatch.setattr(VectorizedWindowAggregationOperator, "_fold",
+                        lambda self, held: folds.append(original(self, held)) or folds[-1])
+    for seed in range(4):
+        rng = random.Random(seed)
+        elements = _elements(rng, rng.randint(1, 150), ["a", "b", "c"])
+        want = _run(job, chain_id, list(elements))
+        got = _run(job, chain_id, ColumnarInput(_batches(elements, rng)))
+        assert _multiset(got) == _multiset(want), seed
+        assert all(r.value["total"] == r.value["mean"] * r.value["n"] for r in want)
+    assert folds == ([True] * 4 if mode == "batch" else [])

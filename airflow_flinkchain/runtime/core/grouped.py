@@ -151,3 +151,41 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
         out = out.combine_chunks().to_batches()[0] if out.num_rows else rows.slice(0, 0)
     last = np.arange(int(end.sum())) if only_last else order[end] - skip
     return Rolling(out, last, sc[end])
+
+
+def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, count: int, columns: dict) -> Optional[pa.RecordBatch]:
+    """`Aggregates.of(...)` (api/aggregations.py) per group (`groups`: a group per row, 0..count-1,
+    every group present; rows in the order the per-record path adds them): one row per group,
+    in group order, equal to the per-record accumulator's result. None: a case the per-record
+    path must compute (nulls; a sum or avg of floats, whose result depends on the order of the
+    additions; NaN; a sum that could leave int64 or an avg whose sum is not exact as a float)."""
+    order = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(np.r_[True, groups[order][1:] != groups[order][:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    arrays, names = [], []
+    for name, (field, how) in columns.items():
+        names.append(name)
+        if how == "count":
+            arrays.append(pa.array(sizes, pa.int64()))
+            continue
+        if field not in rows.schema.names:
+            return None
+        column = rows.column(field)
+        if how == "first":
+            if column.null_count:
+                return None
+            arrays.append(column.take(pa.array(order[starts])))
+            continue
+        v = _values(column, "sum" if how in ("sum", "avg") else how)
+        if v is None:
+            return None
+        vs = v[order]
+        if how in ("sum", "avg"):
+            if len(v) and max(abs(int(v.max())), abs(int(v.min()))) * len(v) > (_INT64_LIMIT if how == "sum" else 2**53):
+                return None
+            sums = np.add.reduceat(vs, starts)
+            arrays.append(pa.array(sums, pa.int64()) if how == "sum" else pa.array(sums / sizes, pa.float64()))
+        else:
+            reduced = (np.minimum if how == "min" else np.maximum).reduceat(vs, starts)
+            arrays.append(pa.array(reduced, type=column.type))
+    return pa.RecordBatch.from_arrays(arrays, names=names)

@@ -31,7 +31,8 @@ import pyarrow as pa
 from airflow_flinkchain.planner.vectorized import vectorized_aggregation, vectorized_window
 from airflow_flinkchain.runtime.core.batches import batch_emitter, rows_emitter, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
-from airflow_flinkchain.runtime.core.grouped import key_codes, rolling
+from airflow_flinkchain.api.aggregations import AggregationFunction
+from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
 from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
 from airflow_flinkchain.runtime.core.operators.window_stream import WindowStreamOperator
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
@@ -183,7 +184,7 @@ class VectorizedWindowAggregationOperator(WindowStreamOperator):
         super().__init__(node, scope)
         self.key_field = vectorized_window(node)
         spec = node.function
-        self.kind, self.field = spec.function.kind, spec.function.position
+        self.function = spec.function  # an AggregationFunction (reduce) or Aggregates (aggregate)
         self.size, self.offset = spec.assigner.get_size(), spec.assigner.get_offset()
         self._held: list = []
         self._batch_emit: Any = None
@@ -217,13 +218,19 @@ class VectorizedWindowAggregationOperator(WindowStreamOperator):
             return False
         starts = ts - (ts - self.offset) % self.size
         groups, group_of_row = np.unique(np.stack([encoded[0], starts], axis=1), axis=0, return_inverse=True)
-        result = rolling(rows, group_of_row.reshape(-1).astype(np.int64), self.field, self.kind, {},
-                         only_last=True)
-        if result is None:
+        group_of_row = group_of_row.reshape(-1).astype(np.int64)
+        fn = self.function
+        if isinstance(fn, AggregationFunction):
+            result = rolling(rows, group_of_row, fn.position, fn.kind, {}, only_last=True)
+            out, window_of = (None, None) if result is None else (result.out, result.last_codes)
+        else:
+            out = aggregate_groups(rows, group_of_row, len(groups), fn.columns)
+            window_of = np.arange(len(groups))
+        if out is None:
             return False
         self.metrics.records_in += rows.num_rows
-        stamps = groups[result.last_codes, 1] + (self.size - 1)  # the window's max timestamp
-        out = result.out.append_column(TS_COLUMN, pa.array(stamps, pa.int64()))
+        stamps = groups[window_of, 1] + (self.size - 1)  # the window's max timestamp
+        out = out.append_column(TS_COLUMN, pa.array(stamps, pa.int64()))
         emit = self._batch_emit
         if emit is None:
             emit = self._batch_emit = batch_emitter(self.output, None, False, self.cell)
