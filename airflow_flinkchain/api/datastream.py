@@ -222,8 +222,9 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators, StreamSin
                 "assign_timestamps_and_watermarks() needs a WatermarkStrategy (airflow_flinkchain.common), "
                 f"got {watermark_strategy!r}; e.g. WatermarkStrategy.for_monotonous_timestamps()"
                 ".with_timestamp_assigner(...)")
+        declared = self._record_type()  # columns stay declared (typed edges); PyFlink types are coerced already
         return self._add(OperatorKind.TIMESTAMPS_AND_WATERMARKS, "Timestamps/Watermarks", watermark_strategy,
-                         output_type=self._record_type())
+                         output_type=None if isinstance(declared, TypeInformation) else declared)
 
     def window_all(self, window_assigner: Any) -> "AllWindowedStream":
         """Windows over the whole stream (not keyed): one window operator with parallelism 1
