@@ -153,8 +153,8 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
     return Rolling(out, last, sc[end])
 
 
-def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, count: int, columns: dict) -> Optional[pa.RecordBatch]:
-    """`Aggregates.of(...)` (api/aggregations.py) per group (`groups`: a group per row, 0..count-1,
+def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, columns: dict) -> Optional[pa.RecordBatch]:
+    """`Aggregates.of(...)` (api/aggregations.py) per group (`groups`: a group per row, 0..n-1,
     every group present; rows in the order the per-record path adds them): one row per group,
     in group order, equal to the per-record accumulator's result. None: a case the per-record
     path must compute (nulls; a sum or avg of floats, whose result depends on the order of the
@@ -181,7 +181,8 @@ def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, count: int, colum
             return None
         vs = v[order]
         if how in ("sum", "avg"):
-            if len(v) and max(abs(int(v.max())), abs(int(v.min()))) * len(v) > (_INT64_LIMIT if how == "sum" else 2**53):
+            bound = _INT64_LIMIT if how == "sum" else 2**53  # avg: the sum converts to a float exactly
+            if len(v) and max(abs(int(v.max())), abs(int(v.min()))) * len(v) > bound:
                 return None
             sums = np.add.reduceat(vs, starts)
             arrays.append(pa.array(sums, pa.int64()) if how == "sum" else pa.array(sums / sizes, pa.float64()))

@@ -50,8 +50,6 @@ class VectorizedAggregationOperator(ReduceOperator):
         self.field = node.function.position
         self._held: list = []  # BATCH: the batches, folded at the end of input
         self._batch_emit: Any = None
-        self.batches_vectorized = 0
-        self.batches_per_record = 0
 
     # ---- batches -----------------------------------------------------------
     def process_batch(self, batch: pa.RecordBatch) -> None:
@@ -70,12 +68,7 @@ class VectorizedAggregationOperator(ReduceOperator):
             self._per_record(batch)
 
     def _emit(self, out: pa.RecordBatch) -> None:
-        emit = self._batch_emit
-        if emit is None:
-            emit = self._batch_emit = batch_emitter(self.output, None, False, self.cell)
-        self.metrics.records_out += out.num_rows
-        if emit is not None:
-            emit(out)
+        emit_batch(self, out)
 
     def _codes(self, rows: pa.RecordBatch) -> Optional[tuple]:
         if self.key_field not in rows.schema.names:
@@ -106,14 +99,12 @@ class VectorizedAggregationOperator(ReduceOperator):
             state.update(acc)
         ts = timestamps(batch)
         out = result.out if ts is None else result.out.append_column(TS_COLUMN, ts)
-        self.batches_vectorized += 1
         self._emit(out)
         return True
 
     def _per_record(self, batch: pa.RecordBatch) -> None:
         """The per-record path for a batch the vectorized fold does not take (STREAMING: at
         once; BATCH: into the per-key buffer)."""
-        self.batches_per_record += 1
         rows_emitter(self.handler(False), self.cell)(batch)
 
     # ---- BATCH: the end of input ---------------------------------------------
@@ -143,10 +134,19 @@ class VectorizedAggregationOperator(ReduceOperator):
         if result is None:
             return False
         self.metrics.records_in += rows.num_rows
-        self.batches_vectorized += len(held)
         stamps = np.full(result.out.num_rows, MAX_WATERMARK_TS, dtype=np.int64)
         self._emit(result.out.append_column(TS_COLUMN, pa.array(stamps, pa.int64())))
         return True
+
+
+def emit_batch(op: Any, out: pa.RecordBatch) -> None:
+    """A batch of results to what consumes the operator's main output (counted as records out)."""
+    emit = op._batch_emit
+    if emit is None:
+        emit = op._batch_emit = batch_emitter(op.output, None, False, op.cell)
+    op.metrics.records_out += out.num_rows
+    if emit is not None:
+        emit(out)
 
 
 def held_rows(held: list) -> Optional[tuple]:
@@ -224,19 +224,13 @@ class VectorizedWindowAggregationOperator(WindowStreamOperator):
             result = rolling(rows, group_of_row, fn.position, fn.kind, {}, only_last=True)
             out, window_of = (None, None) if result is None else (result.out, result.last_codes)
         else:
-            out = aggregate_groups(rows, group_of_row, len(groups), fn.columns)
+            out = aggregate_groups(rows, group_of_row, fn.columns)
             window_of = np.arange(len(groups))
         if out is None:
             return False
         self.metrics.records_in += rows.num_rows
         stamps = groups[window_of, 1] + (self.size - 1)  # the window's max timestamp
-        out = out.append_column(TS_COLUMN, pa.array(stamps, pa.int64()))
-        emit = self._batch_emit
-        if emit is None:
-            emit = self._batch_emit = batch_emitter(self.output, None, False, self.cell)
-        self.metrics.records_out += out.num_rows
-        if emit is not None:
-            emit(out)
+        emit_batch(self, out.append_column(TS_COLUMN, pa.array(stamps, pa.int64())))
         self.sampled_time += time.perf_counter() - t0
         self.sampled_in += rows.num_rows
         return True
