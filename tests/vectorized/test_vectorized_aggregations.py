@@ -46,8 +46,8 @@ def test_field_keys_are_recognized_and_other_selectors_are_not():
         assert field_key(other) is None, other
 
 
-def _plan(kind, mode, key_selector=lambda r: r["k"], field="v"):
-    p = StreamPipeline(f"agg_{kind}", parallelism=1, runtime_mode=mode)
+def _plan(kind, mode, key_selector=lambda r: r["k"], field="v", backend="hashmap"):
+    p = StreamPipeline(f"agg_{kind}", parallelism=1, runtime_mode=mode).set_state_backend(backend)
     keyed = p.from_collection([{"k": "a", "v": 1}]).key_by(key_selector)
     getattr(keyed, kind)(field).name("agg").collect("out")
     job = p.plan()
@@ -185,10 +185,12 @@ class MemoryCheckpoint:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_stream_runs_restore_each_others_snapshots(kind):
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_stream_runs_restore_each_others_snapshots(kind, backend):
     """Three stream runs and a drain, alternating per-record and vectorized input: the results
-    equal one per-record run over all the records, state handed on through snapshots."""
-    job, chain_id = _plan(kind, "streaming")
+    equal one per-record run over all the records, state handed on through snapshots (heap
+    and RocksDB backends)."""
+    job, chain_id = _plan(kind, "streaming", backend=backend)
     rng = random.Random(7)
     elements = _elements(rng, 200, ["a", "b", "c"])
     want = _run(job, chain_id, list(elements))
