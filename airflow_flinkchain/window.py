@@ -220,6 +220,12 @@ class TumblingEventTimeWindows(_EventTimeWindows):
             window = self._last_window = TimeWindow(start, start + self._size)
         return [window]
 
+    def get_size(self) -> int:
+        return self._size
+
+    def get_offset(self) -> int:
+        return self._offset
+
     def __repr__(self) -> str:
         return f"TumblingEventTimeWindows({self._size}, {self._offset})"
 

@@ -8,6 +8,9 @@ Sections (see each module's docstring):
   vectorized  the runtime pipeline with map_batches/filter_batches over pyarrow.compute vs native
            DataFrame expressions (target >= 0.8x), beside mixed batch/record chains and the
            per-record chain; 2M records, Parquet in and out                      (bench_vectorized)
+  aggregations  keyed sum (vectorized and per record) and tumbling 10 s window sum (per record, both
+           modes) beside Spark's groupBy(k).agg(sum) and groupBy(k, window(ts, "10 seconds")); 1M records
+           in two Parquet files, 1,000 keys; results checked equal to Spark's     (bench_aggregations)
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
@@ -38,13 +41,15 @@ import traceback
 
 from benchmarks.bench_common import REPO, machine_info
 
-SECTIONS = ("runtime", "vectorized", "airflow", "parse", "scale", "flink", "eventtime", "join", "state")
+SECTIONS = ("runtime", "vectorized", "aggregations", "airflow", "parse", "scale", "flink", "eventtime", "join",
+            "state")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
-            "eventtime": 1_000_000,
+            "eventtime": 1_000_000, "aggregations": 1_000_000,
             "join": 1_000_000, "state": [1_000_000, 5_000_000]},
-    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000, "join": 2_000,
+    True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000,
+           "aggregations": 2_000, "join": 2_000,
            "state": [2_000, 5_000]},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
@@ -59,6 +64,8 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=DEFAULT_OUT, help="directory for report.json and the PNGs")
     ap.add_argument("--records", type=int, help="override the runtime section's input size (default 2M)")
     ap.add_argument("--eventtime-records", type=int, help="override the eventtime section's input size (default 1M)")
+    ap.add_argument("--aggregations-records", type=int,
+                    help="override the aggregations section's input size (default 1M)")
     ap.add_argument("--join-records", type=int, help="override the join section's input size (default 1M)")
     ap.add_argument("--state-keys", help="override the state section's key counts: HEAP_AND_ROCKSDB,ROCKSDB_ONLY "
                                          "(default 1000000,5000000)")
@@ -85,6 +92,8 @@ def main(argv=None) -> int:
         sizes["eventtime"] = args.eventtime_records
     if args.join_records:
         sizes["join"] = args.join_records
+    if args.aggregations_records:
+        sizes["aggregations"] = args.aggregations_records
     if args.state_keys:
         sizes["state"] = [int(n) for n in args.state_keys.split(",")]
     if args.scale_sizes:
@@ -132,7 +141,7 @@ def main(argv=None) -> int:
         if {"runtime", "vectorized", "scale", "flink"} & set(args.sections):  # the sections reading it
             write_input(input_path, sizes["runtime"])
         inputs = {sizes["runtime"]: input_path}
-        if {"runtime", "vectorized", "scale", "eventtime", "join"} & set(args.sections):
+        if {"runtime", "vectorized", "aggregations", "scale", "eventtime", "join"} & set(args.sections):
             from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
             spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench",
@@ -145,6 +154,10 @@ def main(argv=None) -> int:
 
             section("vectorized", lambda: run_vectorized(spark, tmp, sizes["runtime"], args.parallelism, args.repeat,
                                                          warmup=not args.quick, input_path=input_path))
+            from benchmarks.bench_aggregations import run_aggregations
+
+            section("aggregations", lambda: run_aggregations(spark, tmp, sizes["aggregations"], args.parallelism,
+                                                             args.repeat, warmup=not args.quick))
             section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
             from benchmarks.bench_eventtime import run_eventtime
 
@@ -175,8 +188,8 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["total_seconds"] = round(time.time() - started, 1)
-    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "vectorized", "airflow", "parse",
-                                                                      "eventtime")
+    report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "vectorized", "aggregations", "airflow",
+                                                                      "parse", "eventtime")
                          if isinstance(report.get(k), dict) and "error" not in report[k]}
     if isinstance(report.get("runtime"), dict) and "pipelines" in report["runtime"]:
         report["targets"]["runtime"] = {k: v["meets_target"] for k, v in report["runtime"]["pipelines"].items()}
@@ -246,6 +259,12 @@ def summary(report: dict) -> str:
         lines.append(f"vectorized ({vc['records']:,} records): " + ", ".join(
             f"{v} {s['median']:,.0f}/s" for v, s in vc["records_per_s"].items())
             + f" | vectorized/native {vc['ratios']['vectorized_over_native']:.2f} (target >= {vc['target_vectorized_over_native']})")
+    ag = report.get("aggregations")
+    if isinstance(ag, dict) and "ratios" in ag:
+        lines.append(f"aggregations ({ag['records']:,} records): " + ", ".join(
+            f"{v} {s['median']:,.0f}/s" for v, s in ag["records_per_s"].items())
+            + " | " + ", ".join(f"{k} {r:.2f}" for k, r in ag["ratios"].items())
+            + f" | equal to Spark: {all(ag['results_equal_spark'].values())}")
     sc = report.get("scale")
     if isinstance(sc, dict) and "points" in sc:
         for p in sc["points"]:

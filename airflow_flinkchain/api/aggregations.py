@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 from airflow_flinkchain.functions import ReduceFunction
+from airflow_flinkchain.window_functions import AggregateFunction
 
 KINDS = ("sum", "min", "max", "min_by", "max_by")
 
@@ -32,6 +33,9 @@ def check_position(position: Any, method: str) -> Union[int, str]:
 
 class AggregationFunction(ReduceFunction):
     """Combines two records of one key on one field (`kind`: one of KINDS)."""
+
+    #: dict records keyed by a field take the batch path (runtime/core/operators/aggregation.py)
+    vectorizable = True
 
     def __init__(self, kind: str, position: Union[int, str]):
         if kind not in KINDS:
@@ -83,3 +87,86 @@ class AggregationFunction(ReduceFunction):
         if kind == "min":
             return value1 if not f2 < f1 else self._replaced(value1, f2)
         return value1 if not f2 > f1 else self._replaced(value1, f2)
+
+
+AGGREGATES = ("sum", "count", "min", "max", "avg", "first")
+_EMPTY = None  # min / max / first before the first record
+
+
+class Aggregates(AggregateFunction):
+    """Built-in aggregations over several fields at once, for `WindowedStream.aggregate` /
+    `AllWindowedStream.aggregate`: `Aggregates.of(name=(field, how), ...)` with `how` one of
+    AGGREGATES; the result is a dict `{name: value}` in the order given. `sum`, `min`, `max`,
+    `first` (the window's first record's field, in timestamp order) keep the field's type;
+    `count` counts records; `avg` is `sum / count` (a float). Fields are names of dict records
+    or positions of tuples. Keyed by a field, a BATCH tumbling window computes it over Arrow
+    batches (docs/vectorized.md).
+
+    >>> agg = Aggregates.of(total=("v", "sum"), n=("v", "count"), mean=("v", "avg"))
+    >>> acc = agg.create_accumulator()
+    >>> for r in ({"v": 1}, {"v": 4}):
+    ...     acc = agg.add(r, acc)
+    >>> agg.get_result(acc)
+    {'total': 5, 'n': 2, 'mean': 2.5}
+    """
+
+    vectorizable = True
+
+    def __init__(self, columns: dict):
+        if not columns:
+            raise ValueError("Aggregates.of() needs at least one name=(field, how)")
+        for name, spec in columns.items():
+            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[1] in AGGREGATES):
+                raise ValueError(f"Aggregates.of({name}=...): give (field, how) with how one of {AGGREGATES}, "
+                                 f"got {spec!r}")
+            check_position(spec[0], "aggregate")
+        self.columns = dict(columns)
+
+    @staticmethod
+    def of(**columns: tuple) -> "Aggregates":
+        return Aggregates(columns)
+
+    def __repr__(self) -> str:
+        return "Aggregates.of(" + ", ".join(f"{n}={s!r}" for n, s in self.columns.items()) + ")"
+
+    def create_accumulator(self) -> list:
+        return [[0, 0] if how == "avg" else 0 if how in ("sum", "count") else _EMPTY
+                for _field, how in self.columns.values()]
+
+    def add(self, value: Any, accumulator: list) -> list:
+        out = []
+        for (field, how), acc in zip(self.columns.values(), accumulator):
+            if how == "count":
+                out.append(acc + 1)
+                continue
+            v = value[field] if isinstance(value, (dict, list, tuple)) else value
+            if how == "sum":
+                out.append(acc + v)
+            elif how == "avg":
+                out.append([acc[0] + v, acc[1] + 1])
+            elif how == "first":
+                out.append(v if acc is _EMPTY else acc)
+            elif acc is _EMPTY:
+                out.append(v)
+            else:
+                out.append(v if (v < acc if how == "min" else v > acc) else acc)
+        return out
+
+    def get_result(self, accumulator: list) -> dict:
+        return {name: (acc[0] / acc[1] if how == "avg" else acc)
+                for (name, (_f, how)), acc in zip(self.columns.items(), accumulator)}
+
+    def merge(self, acc_a: list, acc_b: list) -> list:
+        out = []
+        for (_f, how), a, b in zip(self.columns.values(), acc_a, acc_b):
+            if how in ("sum", "count"):
+                out.append(a + b)
+            elif how == "avg":
+                out.append([a[0] + b[0], a[1] + b[1]])
+            elif a is _EMPTY or b is _EMPTY:
+                out.append(b if a is _EMPTY else a)
+            elif how == "first":
+                out.append(a)
+            else:
+                out.append(b if (b < a if how == "min" else b > a) else a)
+        return out

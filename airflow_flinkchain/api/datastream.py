@@ -222,7 +222,9 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators, StreamSin
                 "assign_timestamps_and_watermarks() needs a WatermarkStrategy (airflow_flinkchain.common), "
                 f"got {watermark_strategy!r}; e.g. WatermarkStrategy.for_monotonous_timestamps()"
                 ".with_timestamp_assigner(...)")
-        return self._add(OperatorKind.TIMESTAMPS_AND_WATERMARKS, "Timestamps/Watermarks", watermark_strategy)
+        declared = self._record_type()  # columns stay declared (typed edges); PyFlink types are coerced already
+        return self._add(OperatorKind.TIMESTAMPS_AND_WATERMARKS, "Timestamps/Watermarks", watermark_strategy,
+                         output_type=None if isinstance(declared, TypeInformation) else declared)
 
     def window_all(self, window_assigner: Any) -> "AllWindowedStream":
         """Windows over the whole stream (not keyed): one window operator with parallelism 1
@@ -439,6 +441,17 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators, StreamSin
                 return None  # a typed tag's records are coerced by the map get_side_output adds
             t = t.inputs[0]
         return t.type_info
+
+    def _record_type(self) -> Any:
+        """The declared type of this stream's records (a PyFlink TypeInformation, a dict of
+        field types or a pyarrow schema), or None: what operators keeping their input's type
+        declare (Flink: timestamps/watermarks, keyed aggregations)."""
+        t = self._t
+        while not isinstance(t, OperatorTransformation):
+            if isinstance(t, SideOutputTransformation):  # a PyFlink-typed tag: coerced by its own map
+                return None if isinstance(t.output_type, TypeInformation) else t.output_type
+            t = t.inputs[0]
+        return t.type_info if t.type_info is not None else t.output_type
 
 
 # The streams a DataStream method returns; they subclass DataStream, so they are imported after it.

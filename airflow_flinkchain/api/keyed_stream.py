@@ -112,8 +112,9 @@ class KeyedStream(DataStream):
         return IntervalJoin(self, other_stream)
 
     def _aggregate(self, kind: str, position: Any) -> DataStream:
+        # the input's type, declared (Flink's aggregations keep it): a typed input gives typed edges
         return self._add(OperatorKind.REDUCE, "Keyed Aggregation", AggregationFunction(kind, position),
-                         output_type=self._type_info())
+                         output_type=self._record_type())
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
         """Per key, the sum of a field (a position for tuples and lists, a name for dicts);

@@ -246,6 +246,46 @@ class _Windowed:
             raise PlanningError(f"{self._kind_label} {method}() needs a {required.__name__}, got {function!r}")
         return self._result(kind, function, None, output_type, self._name(method.capitalize()))
 
+    # ---- built-in aggregations (Java's WindowedStream.sum/min/max/minBy/maxBy) ----
+    def _aggregate(self, kind: str, position: Any) -> "DataStream":
+        from airflow_flinkchain.api.aggregations import AggregationFunction
+
+        # a reduce of the window's records, keeping the input's declared type (Java's SumAggregator /
+        # ComparableAggregator); keyed by a field, a BATCH tumbling window runs it over Arrow batches
+        return self._result(WindowFunctionKind.REDUCE, AggregationFunction(kind, position), None,
+                             self._stream._record_type(), self._name(kind.title().replace("_", "")))
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> "DataStream":
+        """Per window, the sum of a field (a position for tuples, a name for dicts); the
+        other fields are the window's first record's. Stamped with the window's end - 1.
+
+        Examples:
+            >>> from airflow_flinkchain import StreamPipeline
+            >>> from airflow_flinkchain.window import CountTumblingWindowAssigner
+            >>> p = StreamPipeline("doc")
+            >>> w = p.from_collection([("a", 1), ("a", 2)]).key_by(lambda r: r[0])
+            >>> _ = w.window(CountTumblingWindowAssigner.of(2)).sum(1).collect("sums")
+            >>> p.execute_local().output("sums")
+            [('a', 3)]
+        """
+        return self._aggregate("sum", position_to_sum)
+
+    def min(self, position_to_min: Union[int, str] = 0) -> "DataStream":
+        """Per window, the minimum of a field; the other fields are the window's first record's."""
+        return self._aggregate("min", position_to_min)
+
+    def max(self, position_to_max: Union[int, str] = 0) -> "DataStream":
+        """Per window, the maximum of a field; the other fields are the window's first record's."""
+        return self._aggregate("max", position_to_max)
+
+    def min_by(self, position_to_min_by: Union[int, str] = 0) -> "DataStream":
+        """Per window, the record with the smallest field (the first of equal ones)."""
+        return self._aggregate("min_by", position_to_min_by)
+
+    def max_by(self, position_to_max_by: Union[int, str] = 0) -> "DataStream":
+        """Per window, the record with the largest field (the first of equal ones)."""
+        return self._aggregate("max_by", position_to_max_by)
+
     def _name(self, what: str) -> str:
         return f"{'AllWindow' if self._all else 'Window'} {what}"
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
+from airflow_flinkchain.planner.vectorized import runs_vectorized
 from airflow_flinkchain.graph.model import DEFAULT_SLOT_SHARING_GROUP
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 
@@ -50,7 +51,10 @@ def format_text(plans: Sequence[JobGraph]) -> str:
         width = max((len(c.id) for c in plan.chains), default=0)
         for c in plan.chains:
             group = "" if c.slot_sharing_group == DEFAULT_SLOT_SHARING_GROUP else f"  [slot sharing group {c.slot_sharing_group!r}]"
-            lines.append(f"    {c.id:<{width}}  p={c.parallelism}  {c.name}{group}")
+            g = plan.stream_graph
+            vectorized = [g.node(n).name for n in c.node_ids if runs_vectorized(g, g.node(n))]
+            marks = f"  [vectorized: {', '.join(vectorized)}]" if vectorized else ""
+            lines.append(f"    {c.id:<{width}}  p={c.parallelism}  {c.name}{group}{marks}")
         if plan.edges:
             lines.append("  edges:")
             heads = [f"{e.source} -> {e.target}" for e in plan.edges]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.planner.vectorized import runs_vectorized
 from airflow_flinkchain.graph.model import Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 
@@ -101,7 +102,7 @@ class JobGraph:
          "chains": [{"id", "name", "parallelism", "slot_sharing_group",
                      "in_edges", "out_edges",
                      "operators": [{"id", "key", "name", "uid", "kind",
-                                    "parallelism", "chaining_strategy"}]}],
+                                    "parallelism", "chaining_strategy", "vectorized"}]}],
          "edges": [{"id", "source", "target", "source_operator", "target_operator",
                     "partitioner", "output_tag", "selected_names"}],
          "chained_edges": [{"id", "chain", "source_operator", "target_operator",
@@ -132,7 +133,7 @@ class JobGraph:
                     "slot_sharing_group": c.slot_sharing_group,
                     "in_edges": list(c.in_edges),
                     "out_edges": list(c.out_edges),
-                    "operators": [_operator_dict(g.node(n)) for n in c.node_ids],
+                    "operators": [_operator_dict(g, g.node(n)) for n in c.node_ids],
                 }
                 for c in self.chains
             ],
@@ -141,7 +142,7 @@ class JobGraph:
         }
 
 
-def _operator_dict(n: StreamNode) -> dict[str, Any]:
+def _operator_dict(g: StreamGraph, n: StreamNode) -> dict[str, Any]:
     return {
         "id": n.id,
         "key": n.key,
@@ -150,4 +151,5 @@ def _operator_dict(n: StreamNode) -> dict[str, Any]:
         "kind": n.kind.value,
         "parallelism": n.parallelism,
         "chaining_strategy": n.chaining_strategy.value,
+        "vectorized": runs_vectorized(g, n),
     }

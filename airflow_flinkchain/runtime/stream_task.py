@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
-from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.graph.field_keys import field_key
+from airflow_flinkchain.planner.vectorized import takes_batches
+from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.runtime.core.input_selection import TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import ChannelWriter, SinkWriter
 from airflow_flinkchain.runtime.core.batches import ColumnarInput
 from airflow_flinkchain.runtime.exchange.dataset import merged_batches, merged_input
 
-BATCH_KINDS = frozenset({OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES})
 
 
 class StreamTaskIO(Protocol):
@@ -76,17 +77,27 @@ def subtask_input(job, chain_id: str, subtask: int, io: StreamTaskIO) -> tuple[I
                 return ColumnarInput(batches), False
         return io.source_input(head, subtask)
     channels = io.input_channels(subtask)
-    if head.kind in BATCH_KINDS and channels and all(getattr(c, "format", None) == "typed" for c in channels):
+    if takes_batches(head) and channels and all(getattr(c, "format", None) == "typed" for c in channels):
         return ColumnarInput(merged_batches(channels)), False  # typed exchange files: read as batches
     return merged_input(channels), False
 
 
 def feeds_batch_operators(job, node_id: int) -> bool:
-    """Whether every output of the operator goes, chained and untagged, to a batch operator."""
+    """Whether every output of the operator is untagged and goes to a batch operator of its
+    chain, or leaves the chain on a typed edge that takes whole batches (FORWARD, GLOBAL, or
+    HASH keyed by a field: batches.record_writer_batch_emitter)."""
     g = job.stream_graph
     out = g.out_edges(node_id)
-    return bool(out) and all(e.output_tag is None and g.node(e.target_id).kind in BATCH_KINDS
-                             and job.chain_of(e.target_id) is job.chain_of(node_id) for e in out)
+    typed = g.node(node_id).output_type is not None
+    return bool(out) and all(e.output_tag is None and (
+        takes_batches(g.node(e.target_id)) if job.chain_of(e.target_id) is job.chain_of(node_id)
+        else typed and _batch_edge(e)) for e in out)
+
+
+def _batch_edge(edge) -> bool:
+    kind = edge.partitioner.kind
+    return kind in (Partitioner.FORWARD, Partitioner.GLOBAL) or (
+        kind is Partitioner.HASH and field_key(edge.partitioner.key_selector) is not None)
 
 
 def two_inputs(job, chain, head, subtask: int, io: StreamTaskIO) -> TwoInputs:

@@ -122,6 +122,8 @@
       el("div", { class: "op-title" }, [
         el("span", { class: "kind", title: op.kind, text: op.kind }),
         el("span", { class: "op-name", title: op.uid ? `uid ${op.uid}` : op.key, text: op.name }),
+        op.vectorized && el("span", { class: "flag vectorized", title: "computes over Arrow batches",
+                                      text: "vectorized" }),
         slowest && el("span", { class: "flag slow", text: "slowest" }),
         lossiest && el("span", { class: "flag lossy", text: "lossiest" }),
       ]),

@@ -17,9 +17,12 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Optional
 
+import numpy as np
 import pyarrow as pa
 
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime.core.grouped import key_codes
+from airflow_flinkchain.runtime.core.partitioners import channel_for_key
 from airflow_flinkchain.runtime.core.elements import TimestampCell
 from airflow_flinkchain.runtime.core.outputs import BroadcastingOutputCollector, ChainingOutput, Output, RecordWriterOutput
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError
@@ -150,12 +153,18 @@ def sink_batch_emitter(sink_op) -> Optional[BatchEmitter]:
 
 def record_writer_batch_emitter(output: RecordWriterOutput, cell: TimestampCell) -> BatchEmitter:
     """An edge leaving the chain: a whole batch to one channel when the partitioner sends
-    every record to the same one (FORWARD, GLOBAL) and the writer takes batches; else
-    per record through the partitioner."""
+    every record to the same one (FORWARD, GLOBAL) and the writer takes batches; split by
+    channel per column on a HASH edge keyed by a field (graph/field_keys.py); else per
+    record through the partitioner."""
     rw = output.record_writer
     write_batch = getattr(rw.channel_sink, "write_batch", None)
-    if type(rw.selector) is int and write_batch is not None:
-        channel, fail = rw.selector, output.fail
+    per_record = rows_emitter(output.main_emitter(False) if output.output_tag is None
+                              else output.side_emitter(output.output_tag, False), cell)
+    if write_batch is None:
+        return per_record
+    fail = output.fail
+    if type(rw.selector) is int:
+        channel = rw.selector
 
         def write(batch: pa.RecordBatch) -> None:
             try:
@@ -164,8 +173,40 @@ def record_writer_batch_emitter(output: RecordWriterOutput, cell: TimestampCell)
                 fail(exc, f"<a batch of {batch.num_rows} rows>")
 
         return write
-    return rows_emitter(output.main_emitter(False) if output.output_tag is None
-                        else output.side_emitter(output.output_tag, False), cell)
+    key_field = getattr(rw.selector, "key_field", None)
+    if key_field is None:
+        return per_record
+    channel_of = _channels_by_key(rw.selector.max_parallelism, rw.selector.num_channels)
+
+    def write_by_key(batch: pa.RecordBatch) -> None:
+        encoded = key_codes(batch.column(key_field)) if key_field in batch.schema.names else None
+        if encoded is None:  # no such column, or keys of a type grouped per record
+            per_record(batch)
+            return
+        codes, keys = encoded
+        channels = np.fromiter(map(channel_of, keys), dtype=np.int64, count=len(keys))[codes]
+        try:
+            for ch in np.unique(channels).tolist():
+                write_batch(ch, batch.filter(pa.array(channels == ch)))
+        except Exception as exc:
+            fail(exc, f"<a batch of {batch.num_rows} rows>")
+
+    return write_by_key
+
+
+def _channels_by_key(max_parallelism: int, num_channels: int) -> Callable[[Any], int]:
+    """key -> channel as the HASH partitioner assigns it (cached: few keys, many batches)."""
+    cache: dict = {}
+
+    def channel_of(key: Any) -> int:
+        ch = cache.get(key)
+        if ch is None:
+            ch = channel_for_key(key, max_parallelism, num_channels)
+            if len(cache) < 65536:
+                cache[key] = ch
+        return ch
+
+    return channel_of
 
 
 def run_columnar(head, inputs: ColumnarInput) -> None:

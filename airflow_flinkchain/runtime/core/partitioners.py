@@ -16,6 +16,7 @@ import random
 from typing import Any, Callable, Optional, Union
 
 from airflow_flinkchain.functions import Partitioner as PartitionerFunction
+from airflow_flinkchain.graph.field_keys import field_key
 from airflow_flinkchain.graph.model import PartitionSpec, Partitioner
 from airflow_flinkchain.runtime.core.errors import PartitionerError
 from airflow_flinkchain.runtime.core.keys import callable_name, key_error, stable_hash
@@ -141,6 +142,9 @@ def _hash_selector(key_selector, max_parallelism: int, n: int, keyed_operator: s
                 cache[key] = ch
         return ch
 
+    # a field key lets a batch be partitioned per column (batches.record_writer_batch_emitter)
+    select.key_field = field_key(key_selector)
+    select.max_parallelism, select.num_channels = max_parallelism, n
     return select
 
 

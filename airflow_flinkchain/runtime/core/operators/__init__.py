@@ -1,6 +1,9 @@
 """Stream operators of the chain runtime (Flink's StreamOperator family)."""
 
+from airflow_flinkchain.planner.vectorized import vectorized_aggregation, vectorized_window
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.runtime.core.operators.aggregation import (VectorizedAggregationOperator,
+                                                                  VectorizedWindowAggregationOperator)
 from airflow_flinkchain.runtime.core.operators.base import ChainScope, StreamOperator
 from airflow_flinkchain.runtime.core.operators.batch import FilterBatchesOperator, MapBatchesOperator
 from airflow_flinkchain.runtime.core.operators.co_broadcast import (BroadcastProcessOperator,
@@ -37,6 +40,8 @@ def create_operator(node, scope: ChainScope, sink_writer_factory) -> StreamOpera
         if node.key_selector is not None and kind in KEYED_CO_MAPS:
             return KEYED_CO_MAPS[kind](node, scope)
         return TWO_INPUT_OPERATORS[kind](node, scope)
+    if node.key_selector is not None and kind is OperatorKind.REDUCE and vectorized_aggregation(node):
+        return VectorizedAggregationOperator(node, scope)
     if node.key_selector is not None and kind in KEYED_OPERATORS:
         return KEYED_OPERATORS[kind](node, scope)
     if kind in BATCH_OPERATORS:
@@ -50,6 +55,8 @@ def create_operator(node, scope: ChainScope, sink_writer_factory) -> StreamOpera
     if kind is OperatorKind.TIMESTAMPS_AND_WATERMARKS:
         return TimestampsAndWatermarksOperator(node, scope)
     if kind is OperatorKind.WINDOW:
+        if vectorized_window(node):
+            return VectorizedWindowAggregationOperator(node, scope)
         return WindowStreamOperator(node, scope)
     if kind in (OperatorKind.KEYED_PROCESS, OperatorKind.REDUCE):
         raise ValueError(f"operator {node.name!r} is keyed ({kind}) but has no key selector: use key_by()")
