@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import FileSink, SqlSink
-from airflow_flinkchain.io.sources import FileSource, SqlSource
+from airflow_flinkchain.io.sources import FileSource, NatsJetStreamSource, SqlSource
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
         if descriptor.url is not None:
             return sql_uri_from_url(descriptor.url, table)
         return sql_uri_from_connection(descriptor.conn_id, table, where)
+    if isinstance(descriptor, NatsJetStreamSource):
+        return nats_uri(descriptor.servers[0], descriptor.stream)
     return None
 
 
@@ -166,6 +168,13 @@ def file_uri(path: str) -> str:
             return "file://" + _abs(parsed.path)
         return urllib.parse.urlunsplit((scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
     return "file://" + _abs(path)
+
+
+def nats_uri(server: str, stream: str) -> str:
+    """A JetStream stream as an asset URI: `nats://host:port/STREAM` (the first server; no
+    credentials; port 4222 when the URL has none)."""
+    u = urllib.parse.urlsplit(server if "://" in server else "nats://" + server)
+    return f"nats://{u.hostname or 'localhost'}:{u.port or 4222}/{stream}"
 
 
 def sql_uri_from_url(url: str, table: str) -> str:

@@ -8,6 +8,7 @@ from airflow_flinkchain.io.sources import (
     CsvSource,
     FileSource,
     JsonLinesSource,
+    NatsJetStreamSource,
     ParquetSource,
     Source,
     SqlSource,
@@ -15,5 +16,5 @@ from airflow_flinkchain.io.sources import (
 
 __all__ = [
     "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "FileSink", "FileSource", "JsonLinesSink",
-    "JsonLinesSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
+    "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

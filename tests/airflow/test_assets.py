@@ -144,9 +144,21 @@ def test_event_extra_is_json():
     ("postgres://db:5432/shop/public/revenue", ("postgres://db:5432", "shop.public.revenue")),
     ("mysql://db:3306/shop/revenue", ("mysql://db:3306", "shop.revenue")),
     ("sqlite:/var/db/shop.db/revenue", ("sqlite:///var/db/shop.db", "revenue")),
+    ("nats://127.0.0.1:4222/ORDERS", ("nats://127.0.0.1:4222", "ORDERS")),
 ])
 def test_openlineage_dataset_naming(uri, ns_name):
     assert dataset_name(uri) == ns_name
+
+
+@pytest.mark.parametrize("servers, uri", [
+    ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222/ORDERS"),
+    (["nats://user:secret@n1.example:4333", "nats://n2.example"], "nats://n1.example:4333/ORDERS"),
+    ("nats://broker", "nats://broker:4222/ORDERS"),
+])
+def test_nats_jetstream_source_asset(servers, uri):
+    from airflow_flinkchain.io.sources import NatsJetStreamSource
+
+    assert asset_uri(NatsJetStreamSource(servers=servers, stream="ORDERS")) == uri
 
 
 def test_openlineage_facets_of_a_chain_task():
