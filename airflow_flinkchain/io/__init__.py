@@ -2,7 +2,8 @@
 They only describe what to read and write; the runtime reads and writes them
 (`runtime.connectors`, looked up by descriptor type)."""
 
-from airflow_flinkchain.io.sinks import CollectSink, CsvSink, FileSink, JsonLinesSink, ParquetSink, Sink, SqlSink
+from airflow_flinkchain.io.sinks import (CollectSink, CsvSink, DeltaSink, FileSink, JsonLinesSink, ParquetSink, Sink,
+                                        SqlSink)
 from airflow_flinkchain.io.sources import (
     CollectionSource,
     CsvSource,
@@ -15,6 +16,6 @@ from airflow_flinkchain.io.sources import (
 )
 
 __all__ = [
-    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "FileSink", "FileSource", "JsonLinesSink",
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "FileSink", "FileSource", "JsonLinesSink",
     "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

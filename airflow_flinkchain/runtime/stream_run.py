@@ -22,6 +22,8 @@ from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import FileSink, SqlSink
+from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
+                                                            write_descriptor)
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
@@ -90,6 +92,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
         publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
+        _check_outputs_replaceable(area, latest, job)
         base, seq = latest["base"], latest["seq"]  # the latest run again: replaces its checkpoint and outputs
     elif run_id in history:
         raise StreamRunError(f"run {run_id!r} of pipeline {job.pipeline!r} committed checkpoint {history[run_id]}, "
@@ -105,6 +108,17 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     _check_restored_state(job, run)
     write_json(area.run(run_id).join(RUN_DOC), {**asdict(run), "started_at": _now()})
     return run
+
+
+def _check_outputs_replaceable(area: CheckpointArea, latest: dict, job) -> None:
+    """A published sink (a Delta table) keeps what a committed run wrote: re-running that run
+    would write its output a second time."""
+    manifest = read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
+    published = sorted(k for k, s in manifest["sinks"].items() if s.get("publish"))
+    if published:
+        raise StreamRunError(f"run {latest['run_id']!r} of pipeline {job.pipeline!r} committed checkpoint "
+                             f"{latest['checkpoint']} and published it to {published}, which cannot take a "
+                             "publication back; re-running it is refused: start a new run instead")
 
 
 def _run_dirs(area: CheckpointArea) -> list[Location]:
@@ -154,14 +168,21 @@ class ChainStreamStep:
                                           "max_parallelism": former.get("max_parallelism")}
         self.positions: dict[str, dict] = {}
         self.read: dict[str, object] = {}  # source key -> [[split, start, end]] read by this run
-        self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}
+        self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}; published: {"target", "publish"}
+        self.published: dict[str, object] = {}  # published sink key -> its descriptor
 
     def sink_overrides(self, overrides: dict) -> dict:
-        """`overrides` with every file sink of the chain writing into the chain's staging."""
+        """`overrides` with every file sink of the chain writing into the chain's staging, and
+        every published sink staging there (`{"stage": uri}`: the runner's staged writers)."""
         g = self.job.stream_graph
         out = dict(overrides)
         for nid in self.chain.node_ids:
             node = g.node(nid)
+            if node.kind is OperatorKind.SINK and publisher_of(node.function) is not None:
+                self.sinks[node.key] = {"target": getattr(node.function, "path", None) or node.function.describe(),
+                                        "publish": type(node.function).__name__}
+                self.published[node.key] = node.function
+                out[node.key] = {**(overrides.get(node.key) or {}), "stage": sink_dir(self.stage, node.key).uri}
             if node.kind is OperatorKind.SINK and isinstance(node.function, FileSink):
                 target = (overrides.get(node.key) or {}).get("path", node.function.path)
                 self.sinks[node.key] = {"target": Location(target).uri, "format": node.function.format}
@@ -201,6 +222,8 @@ class ChainStreamStep:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
         doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
                "sinks": self.sinks}
+        for key, descriptor in self.published.items():
+            write_descriptor(sink_dir(self.stage, key), descriptor)
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
@@ -295,7 +318,9 @@ def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -
 
 def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
     """Move the staged parts of checkpoint n's file sinks onto their final names
-    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone)."""
+    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone);
+    hand the staged records of its published sinks to their publishers (which write nothing
+    for a checkpoint they published already), then drop them."""
     chk = area.checkpoint(n)
     if not chk.join(MANIFEST).exists():
         return []
@@ -304,6 +329,11 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
     for key, sink in manifest["sinks"].items():
         staged = sink_dir(chain_dir(chk, sink["chain"]), key)
         if not staged.exists():
+            continue
+        if sink.get("publish"):
+            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}"))
+            staged.delete()
+            published.append(sink["target"])
             continue
         target = Location(sink["target"])
         target.makedirs()

@@ -161,6 +161,13 @@ def test_nats_jetstream_source_asset(servers, uri):
     assert asset_uri(NatsJetStreamSource(servers=servers, stream="ORDERS")) == uri
 
 
+def test_delta_sink_asset_is_the_table_location():
+    from airflow_flinkchain.io.sinks import DeltaSink
+
+    assert asset_uri(DeltaSink("/lake/silver/orders/")) == "file:///lake/silver/orders"
+    assert asset_uri(DeltaSink("s3a://lake/silver/orders", merge_keys="id")) == "s3://lake/silver/orders"
+
+
 def test_openlineage_facets_of_a_chain_task():
     p = StreamPipeline("typed", parallelism=1)
     (p.from_source(JsonLinesSource("/in/orders", schema={"id": "int64"}), name="orders")
