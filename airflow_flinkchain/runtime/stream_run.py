@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
-from airflow_flinkchain.io.sinks import FileSink, SqlSink
+from airflow_flinkchain.io.sinks import FileSink
 from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
                                                             write_descriptor)
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
@@ -82,10 +82,6 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
                              "be the same path in every run")
     if job.stream_graph.runtime_mode != "streaming":
         raise StreamRunError(f"pipeline {job.pipeline!r}: a checkpoint_dir needs runtime_mode='streaming'")
-    for node in job.stream_graph.nodes:
-        if node.kind is OperatorKind.SINK and isinstance(node.function, SqlSink):
-            raise StreamRunError(f"sink {node.name!r}: SQL sinks are not supported in stream runs (their commit cannot "
-                                 "join the checkpoint's); write files and load them, or run without checkpoint_dir")
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:
@@ -331,7 +327,7 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
         if not staged.exists():
             continue
         if sink.get("publish"):
-            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}"))
+            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}", manifest["run_id"]))
             staged.delete()
             published.append(sink["target"])
             continue

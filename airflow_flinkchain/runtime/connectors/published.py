@@ -33,6 +33,7 @@ class Publication:
     sink_key: str
     checkpoint: int
     label: str
+    run_id: str = ""
 
     @property
     def app_id(self) -> str:
