@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink, FileSink, SqlSink
-from airflow_flinkchain.io.sources import FileSource, NatsJetStreamSource, SqlSource
+from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, SqlSource
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
     if isinstance(override, str):
         return override
     where = where or _describe(descriptor)
-    if isinstance(descriptor, (FileSource, FileSink, DeltaSink)):  # a Delta table is its location
+    if isinstance(descriptor, (FileSource, FileSink, DeltaSource, DeltaSink)):  # a Delta table is its location
         return file_uri(descriptor.path)
     if isinstance(descriptor, (SqlSource, SqlSink)):
         table = getattr(descriptor, "table", None) or _query_table(getattr(descriptor, "query", ""))

@@ -7,6 +7,7 @@ from airflow_flinkchain.io.sinks import (CollectSink, CsvSink, DeltaSink, FileSi
 from airflow_flinkchain.io.sources import (
     CollectionSource,
     CsvSource,
+    DeltaSource,
     FileSource,
     JsonLinesSource,
     NatsJetStreamSource,
@@ -16,6 +17,6 @@ from airflow_flinkchain.io.sources import (
 )
 
 __all__ = [
-    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "FileSink", "FileSource", "JsonLinesSink",
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "JsonLinesSink",
     "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

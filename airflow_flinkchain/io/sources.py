@@ -271,3 +271,30 @@ class NatsJetStreamSource(UnboundedSource):
 
     def initial_position(self, split_id: str) -> Any:
         return 1  # stream sequences start at 1
+
+
+@dataclass(frozen=True, eq=False)
+class DeltaSource(UnboundedSource):
+    """A Delta Lake table at `path` read incrementally by version, as Spark's Delta streaming
+    source (docs/connectors.md#delta-lake): each stream run reads the rows of the files added
+    by the versions committed since the last run, one dict per row; the position is the next
+    version to read. The table must be append-only: a version that removes files (a delete,
+    update, merge or overwrite) fails the run naming the version; compactions (OPTIMIZE) are
+    skipped. Outside stream runs: the whole table's history of appends, read once.
+
+    Examples:
+        >>> DeltaSource("/lake/bronze/orders").describe()
+        'Delta table /lake/bronze/orders'
+    """
+
+    path: str = ""
+    storage_options: Optional[dict] = None
+    parallel = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path or "{{" in self.path or "{%" in self.path:
+            raise ValueError(f"DeltaSource needs a fixed, non-empty path string (one table), got {self.path!r}")
+        super().__post_init__()
+
+    def describe(self) -> str:
+        return f"Delta table {self.path}"

@@ -166,6 +166,9 @@ def test_delta_sink_asset_is_the_table_location():
 
     assert asset_uri(DeltaSink("/lake/silver/orders/")) == "file:///lake/silver/orders"
     assert asset_uri(DeltaSink("s3a://lake/silver/orders", merge_keys="id")) == "s3://lake/silver/orders"
+    from airflow_flinkchain.io.sources import DeltaSource
+
+    assert asset_uri(DeltaSource("s3a://lake/silver/orders")) == "s3://lake/silver/orders"
 
 
 def test_openlineage_facets_of_a_chain_task():

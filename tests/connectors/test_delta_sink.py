@@ -188,3 +188,47 @@ def test_stream_runs_on_spark_publish_the_same_tables(spark, tmp_path):
     pipeline("spark", log, ckpt, str(wpath), str(tpath)).execute(spark=spark, run_id="drain", drain=True)
     check_tables(tmp_path, wpath, tpath, records)
     assert deltalake.DeltaTable(str(wpath)).version() <= 2
+
+
+def silver(name: str, bronze, ckpt) -> StreamPipeline:
+    from airflow_flinkchain.io.sources import DeltaSource
+
+    p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=ckpt)
+    p.from_source(DeltaSource(str(bronze)), name="bronze").uid("bronze").collect("rows")
+    return p
+
+
+def test_delta_source_reads_each_appended_version_once_bronze_to_silver(tmp_path):
+    """A second pipeline reads the first one's Delta sink incrementally: each of its runs
+    reads the versions committed since its last run; all together, the table's rows once."""
+    records = make_records(seed=41)
+    log, ckpt, wpath, tpath = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "w", tmp_path / "t"
+    silver_ckpt = str(tmp_path / "silver-ckpt")
+    read = []
+    for k, part in enumerate(slices(records, 3)):
+        append(log, "p0", part)
+        pipeline("bronze", log, ckpt, str(wpath), str(tpath)).execute_local(run_id=f"r{k}", drain=k == 2)
+        before = deltalake.DeltaTable(str(wpath)).version() if wpath.exists() else None
+        result = silver("silver", wpath, silver_ckpt).execute_local(run_id=f"s{k}") if wpath.exists() else None
+        if result is not None:
+            read.append(result.output("rows"))
+            assert result.stream["sources"]["bronze"] == {"splits": {"versions": before + 1}}
+    again = silver("silver", wpath, silver_ckpt).execute_local(run_id="s-again")
+    assert again.output("rows") == []
+    assert sum(1 for rows in read if rows) >= 2  # more than one run read something
+    rows = Counter(tuple(sorted(r.items())) for rs in read for r in rs)
+    assert rows == Counter(tuple(sorted(r.items())) for r in table_rows(wpath))
+
+
+def test_delta_source_fails_on_a_version_that_is_not_an_append(tmp_path):
+    import pyarrow as pa
+
+    path = tmp_path / "bronze"
+    deltalake.write_deltalake(str(path), pa.table({"key": ["a", "b"], "value": [1, 2]}))
+    first = silver("silver", path, str(tmp_path / "ckpt")).execute_local(run_id="s0")
+    assert sorted(r["value"] for r in first.output("rows")) == [1, 2]
+    deltalake.DeltaTable(str(path)).delete("value = 1")
+    with pytest.raises(Exception, match=r"'bronze'.*DeltaSource.*version 1 is not an append \(operation 'DELETE'"):
+        silver("silver", path, str(tmp_path / "ckpt")).execute_local(run_id="s1")
+    with pytest.raises(Exception, match="no Delta table at"):
+        silver("missing", tmp_path / "nothing", str(tmp_path / "ckpt2")).execute_local(run_id="s0")

@@ -15,8 +15,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink
+from airflow_flinkchain.io.sources import DeltaSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, register_sink
 from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
 
 
 def open_table(sink: DeltaSink) -> Optional[Any]:
@@ -90,3 +92,57 @@ def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict
 def batch_delta_sink(sink: DeltaSink, ctx: ConnectorContext):
     raise TypeError(f"{ctx.label}: DeltaSink is written by stream runs (a streaming pipeline with a checkpoint_dir, "
                     "one Delta commit per run); give the pipeline runtime_mode='streaming' and a checkpoint_dir")
+
+
+@register_unbounded(DeltaSource)
+class DeltaVersions:
+    """The one split of a DeltaSource: positions are table versions, [start, end) read."""
+
+    SPLIT = "versions"
+
+    def __init__(self, source: DeltaSource):
+        self.source = source
+        self.where = f"DeltaSource({source.path!r})"
+
+    def _table(self, version: Optional[int] = None):
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.source.path, storage_options=self.source.storage_options):
+            raise LookupError(f"{self.where}: no Delta table at {self.source.path!r}; create it first (e.g. with a "
+                              "DeltaSink) or fix the path")
+        return DeltaTable(self.source.path, version=version, storage_options=self.source.storage_options)
+
+    def initial_position(self, split_id: str) -> int:
+        return 0
+
+    def discover(self, positions: dict) -> dict:
+        return {self.SPLIT: self._table().version() + 1}
+
+    def read_split(self, split_id: str, start: int, end: int):
+
+        table = self._table()
+        operations = {h["version"]: h.get("operation") for h in table.history()}
+        before = set(self._files(start - 1)) if start > 0 else set()
+        for version in range(start, end):
+            files = self._files(version)
+            removed = before - set(files)
+            if operations.get(version) == "OPTIMIZE":  # compaction: same rows in new files
+                before = set(files)
+                continue
+            if removed:
+                raise RuntimeError(f"{self.where}: version {version} is not an append (operation "
+                                   f"{operations.get(version)!r} removed {len(removed)} file(s)); DeltaSource reads "
+                                   "append-only tables; reset the reading pipeline (its checkpoint_dir) to read "
+                                   "the table afresh")
+            added = [f for f in files if f not in before]
+            before = set(files)
+            if added:
+                dataset = self._table(version).to_pyarrow_dataset()
+                by_path = {frag.path.rsplit("/", 1)[-1]: frag for frag in dataset.get_fragments()}
+                for name in sorted(added):
+                    frag = by_path[name.rsplit("/", 1)[-1]]
+                    yield from frag.to_table(schema=dataset.schema).to_pylist()  # partition columns too
+
+    def _files(self, version: int) -> list:
+        actions = self._table(version).get_add_actions(flatten=True)
+        return [str(p) for p in actions.column("path").to_pylist()]
