@@ -18,7 +18,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__DAGS_FOLDER ?= $(abspath dags)
 export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
-.PHONY: venv system-deps airflow-db test test-fast demo bench bench-airflow bench-flink-venv plan clean
+.PHONY: venv system-deps airflow-db nats test test-fast demo bench bench-airflow bench-flink-venv plan clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/core/_flatcheck.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,15 @@ airflow-db: venv
 	$(BIN)/airflow db migrate >$(BUILD)/airflow-db-migrate.log 2>&1 || { tail -50 $(BUILD)/airflow-db-migrate.log; exit 1; }
 
 # mkdocs without -q: --strict counts only the warnings it logs, and -q hides them.
-test: venv system-deps airflow-db
+# NATS JetStream for the connector tests (127.0.0.1:4222): started here only when nothing listens there.
+nats:
+	@$(BIN)/python -c "import socket; socket.create_connection(('127.0.0.1', 4222), 2)" 2>/dev/null || { \
+	  command -v nats-server >/dev/null 2>&1 || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null; }; \
+	  mkdir -p $(BUILD)/nats && nohup nats-server -js -a 127.0.0.1 -p 4222 -sd $(BUILD)/nats \
+	    >$(BUILD)/nats.log 2>&1 & sleep 2; }
+
+test: venv system-deps airflow-db nats
 	$(BIN)/lint-imports  # layering contracts: pyproject.toml [tool.importlinter]
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(BUILD)/site
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests

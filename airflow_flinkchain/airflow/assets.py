@@ -29,8 +29,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from airflow_flinkchain.io.sinks import FileSink, SqlSink
-from airflow_flinkchain.io.sources import FileSource, SqlSource
+from airflow_flinkchain.io.sinks import DeltaSink, FileSink, SqlSink
+from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, SqlSource
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
     if isinstance(override, str):
         return override
     where = where or _describe(descriptor)
-    if isinstance(descriptor, (FileSource, FileSink)):
+    if isinstance(descriptor, (FileSource, FileSink, DeltaSource, DeltaSink)):  # a Delta table is its location
         return file_uri(descriptor.path)
     if isinstance(descriptor, (SqlSource, SqlSink)):
         table = getattr(descriptor, "table", None) or _query_table(getattr(descriptor, "query", ""))
@@ -98,6 +98,8 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
         if descriptor.url is not None:
             return sql_uri_from_url(descriptor.url, table)
         return sql_uri_from_connection(descriptor.conn_id, table, where)
+    if isinstance(descriptor, NatsJetStreamSource):
+        return nats_uri(descriptor.servers[0], descriptor.stream)
     return None
 
 
@@ -174,6 +176,13 @@ def file_uri(path: str) -> str:
             return "file://" + _abs(parsed.path)
         return urllib.parse.urlunsplit((scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
     return "file://" + _abs(path)
+
+
+def nats_uri(server: str, stream: str) -> str:
+    """A JetStream stream as an asset URI: `nats://host:port/STREAM` (the first server; no
+    credentials; port 4222 when the URL has none)."""
+    u = urllib.parse.urlsplit(server if "://" in server else "nats://" + server)
+    return f"nats://{u.hostname or 'localhost'}:{u.port or 4222}/{stream}"
 
 
 def sql_uri_from_url(url: str, table: str) -> str:

@@ -70,6 +70,8 @@ def dataset_name(uri: str) -> tuple[str, str]:
     parts = [p for p in path.split("/") if p]
     if scheme in ("postgres", "mysql", "mssql", "oracle", "trino") and parts:
         return f"{scheme}://{u.netloc}", ".".join(parts)
+    if scheme == "nats" and parts:  # a JetStream stream: namespace the server, name the stream
+        return f"nats://{u.netloc}", parts[-1]
     if scheme == "sqlite" and len(parts) > 1:
         return f"sqlite://{path.rsplit('/', 1)[0]}", parts[-1]
     return f"{scheme}://{u.netloc}", path or "/"

@@ -15,7 +15,9 @@ the latest) and damaged checkpoint files (`CheckpointFileError`) fail the task w
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import os
+from typing import Any, Iterator, Optional
 
 from airflow_flinkchain.airflow.compat import (AirflowFailException, active_run_count, add_dag_param,
                                                default_max_active_runs)
@@ -77,8 +79,9 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
         stream = current
     else:
         try:
-            stream = begin_stream_run(job, checkpoint_dir, run.run_key, drain=drain,
-                                      allow_non_restored_state=allow_non_restored_state)
+            with sql_connections(job, where):  # begin finishes an interrupted publication
+                stream = begin_stream_run(job, checkpoint_dir, run.run_key, drain=drain,
+                                          allow_non_restored_state=allow_non_restored_state)
         except (StreamRunError, CheckpointFileError) as exc:
             refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
     log.info("%s: stream run %s (seq %s) restores checkpoint %s%s", where, run.run_key, stream.seq, stream.base,
@@ -96,6 +99,29 @@ def refuse(run: Any, message: str, cause: Optional[BaseException] = None) -> Non
     if store is not None:
         store_call("refuse_run", store.refuse_run, run.dag_id, run.run_id, message)
     raise AirflowFailException(message) from cause
+
+
+@contextlib.contextmanager
+def sql_connections(job: Any, where: str) -> Iterator[None]:
+    """The Airflow connections of the pipeline's SQL sinks, resolved for the publication in
+    this process (as the chain task hands them to spark-submit): in the environment only."""
+    from airflow_flinkchain.airflow.compat import sqlalchemy_url
+    from airflow_flinkchain.io.sinks import SqlSink
+    from airflow_flinkchain.runtime.connectors.sql import conn_url_env
+
+    conn_ids = sorted({n.function.conn_id for n in job.stream_graph.nodes
+                       if isinstance(n.function, SqlSink) and n.function.conn_id})
+    saved = {conn_url_env(c): os.environ.get(conn_url_env(c)) for c in conn_ids}
+    try:
+        for c in conn_ids:
+            os.environ[conn_url_env(c)] = sqlalchemy_url(c, where)
+        yield
+    finally:
+        for env, value in saved.items():
+            if value is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = value
 
 
 def check_begun(spec: PipelineSpec, run: Any, where: str) -> None:
@@ -120,7 +146,8 @@ def commit(job: Any, spec: PipelineSpec, run: Any) -> dict:
 
     where = f"pipeline {spec.pipeline!r}, run {run.run_id!r}"
     try:
-        manifest = commit_stream_run(job, StreamRun.open(spec.checkpoint_dir, run.run_key))
+        with sql_connections(job, where):
+            manifest = commit_stream_run(job, StreamRun.open(spec.checkpoint_dir, run.run_key))
     except (StreamRunError, CheckpointFileError) as exc:
         raise AirflowFailException(f"{where}: {exc}") from exc
     return stream_result(manifest)

@@ -2,18 +2,21 @@
 They only describe what to read and write; the runtime reads and writes them
 (`runtime.connectors`, looked up by descriptor type)."""
 
-from airflow_flinkchain.io.sinks import CollectSink, CsvSink, FileSink, JsonLinesSink, ParquetSink, Sink, SqlSink
+from airflow_flinkchain.io.sinks import (CollectSink, CsvSink, DeltaSink, FileSink, JsonLinesSink, ParquetSink, Sink,
+                                        SqlSink)
 from airflow_flinkchain.io.sources import (
     CollectionSource,
     CsvSource,
+    DeltaSource,
     FileSource,
     JsonLinesSource,
+    NatsJetStreamSource,
     ParquetSource,
     Source,
     SqlSource,
 )
 
 __all__ = [
-    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "FileSink", "FileSource", "JsonLinesSink",
-    "JsonLinesSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "JsonLinesSink",
+    "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

@@ -236,3 +236,49 @@ class SqlSink(Sink):
 
     def describe(self) -> str:
         return f"SQL table {self.table} on {self.conn_id or _redact(self.url)}"
+
+
+DELTA_MODES = ("append", "merge")
+
+
+@dataclass(frozen=True, eq=False)
+class DeltaSink(Sink):
+    """A Delta Lake table at `path` (a directory or object-store URI; `storage_options` go to
+    delta-rs), written with `deltalake` (docs/connectors.md#delta-lake). In a stream run all of
+    a run's output becomes ONE Delta commit, written after the checkpoint's commit point and
+    carrying an application transaction (app id: pipeline and sink, version: the checkpoint
+    id), so a repeated publication writes nothing. `mode="append"` appends the records;
+    `merge_keys` (mode "merge") upserts them: per key the run's last record replaces the
+    table's row. The table is created on the first write, partitioned by `partition_by`.
+
+    Examples:
+        >>> DeltaSink("/lake/orders_by_customer", merge_keys=("customer",)).describe()
+        'Delta table /lake/orders_by_customer (merge on customer)'
+    """
+
+    path: str
+    mode: str = "append"
+    merge_keys: Optional[tuple] = None
+    partition_by: Optional[tuple] = None
+    storage_options: Optional[dict] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path or "{{" in self.path or "{%" in self.path:
+            raise ValueError(f"DeltaSink needs a fixed, non-empty path string (one table), got {self.path!r}")
+        for name in ("merge_keys", "partition_by"):
+            value = getattr(self, name)
+            if value is not None:
+                value = (value,) if isinstance(value, str) else tuple(value)
+                if not value or not all(isinstance(c, str) and c for c in value):
+                    raise ValueError(f"DeltaSink({self.path!r}): {name} must be column names, got {value!r}")
+                object.__setattr__(self, name, value)
+        if self.merge_keys is not None and self.mode == "append":
+            object.__setattr__(self, "mode", "merge")
+        if self.mode not in DELTA_MODES:
+            raise ValueError(f"DeltaSink({self.path!r}): mode must be one of {DELTA_MODES}, got {self.mode!r}")
+        if self.mode == "merge" and not self.merge_keys:
+            raise ValueError(f"DeltaSink({self.path!r}): mode='merge' needs merge_keys, the columns of the key")
+        super().__post_init__()
+
+    def describe(self) -> str:
+        return f"Delta table {self.path}" + (f" (merge on {', '.join(self.merge_keys)})" if self.merge_keys else "")

@@ -250,3 +250,84 @@ class UnboundedSource(Source):
         """The records of a split from `start` (inclusive) to `end` (exclusive), in order
         (on the subtask that reads the split); the same records for the same range."""
         raise NotImplementedError(f"{type(self).__name__} must implement read_split(split_id, start, end)")
+
+
+NATS_VALUE_FORMATS = ("json", "string", "bytes")
+
+
+@dataclass(frozen=True, eq=False)
+class NatsJetStreamSource(UnboundedSource):
+    """The messages of the NATS JetStream stream `stream` on `servers`, read by stream runs
+    (docs/connectors-nats.md). Positions are stream sequences kept in the checkpoint: one
+    split for the whole stream, or one per subject filter of `subjects` (filters must not
+    overlap). Each run reads from the committed sequence to the last sequence present when
+    the run began; no consumer state is kept on the server. The record timestamp is the
+    message's JetStream timestamp (milliseconds), so a `WatermarkStrategy` needs no timestamp
+    assigner. `value_format`: "json" (the payload parsed), "string" (decoded UTF-8) or
+    "bytes".
+
+    Examples:
+        >>> NatsJetStreamSource(stream="ORDERS", subjects=("orders.eu", "orders.us")).describe()
+        'NATS JetStream stream ORDERS (orders.eu, orders.us) at nats://127.0.0.1:4222'
+    """
+
+    servers: Any = "nats://127.0.0.1:4222"
+    stream: str = "ORDERS"
+    subjects: Optional[tuple] = None
+    value_format: str = "json"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.servers, str):
+            object.__setattr__(self, "servers", (self.servers,))
+        object.__setattr__(self, "servers", tuple(self.servers))
+        if not self.servers or not all(isinstance(s, str) and s for s in self.servers):
+            raise ValueError(f"NatsJetStreamSource(stream={self.stream!r}): servers must be a URL string or a "
+                             f"list of them, got {self.servers!r}")
+        if not isinstance(self.stream, str) or not self.stream or any(c in self.stream for c in " .*>"):
+            raise ValueError(f"NatsJetStreamSource: stream must be a JetStream stream name (no spaces, '.', '*', "
+                             f"'>'), got {self.stream!r}")
+        if self.subjects is not None:
+            subjects = (self.subjects,) if isinstance(self.subjects, str) else tuple(self.subjects)
+            if not subjects or len(set(subjects)) != len(subjects) or not all(isinstance(s, str) and s
+                                                                               for s in subjects):
+                raise ValueError(f"NatsJetStreamSource(stream={self.stream!r}): subjects must be distinct, "
+                                 f"non-empty subject filters, got {self.subjects!r}")
+            object.__setattr__(self, "subjects", subjects)
+        if self.value_format not in NATS_VALUE_FORMATS:
+            raise ValueError(f"NatsJetStreamSource(stream={self.stream!r}): value_format must be one of "
+                             f"{NATS_VALUE_FORMATS}, got {self.value_format!r}")
+        super().__post_init__()
+
+    def describe(self) -> str:
+        subjects = f" ({', '.join(self.subjects)})" if self.subjects else ""
+        return f"NATS JetStream stream {self.stream}{subjects} at {','.join(self.servers)}"
+
+    def initial_position(self, split_id: str) -> Any:
+        return 1  # stream sequences start at 1
+
+
+@dataclass(frozen=True, eq=False)
+class DeltaSource(UnboundedSource):
+    """A Delta Lake table at `path` read incrementally by version, as Spark's Delta streaming
+    source (docs/connectors.md#delta-lake): each stream run reads the rows of the files added
+    by the versions committed since the last run, one dict per row; the position is the next
+    version to read. The table must be append-only: a version that removes files (a delete,
+    update, merge or overwrite) fails the run naming the version; compactions (OPTIMIZE) are
+    skipped. Outside stream runs: the whole table's history of appends, read once.
+
+    Examples:
+        >>> DeltaSource("/lake/bronze/orders").describe()
+        'Delta table /lake/bronze/orders'
+    """
+
+    path: str = ""
+    storage_options: Optional[dict] = None
+    parallel = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path or "{{" in self.path or "{%" in self.path:
+            raise ValueError(f"DeltaSource needs a fixed, non-empty path string (one table), got {self.path!r}")
+        super().__post_init__()
+
+    def describe(self) -> str:
+        return f"Delta table {self.path}"

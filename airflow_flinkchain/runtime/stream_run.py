@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
-from airflow_flinkchain.io.sinks import FileSink, SqlSink
+from airflow_flinkchain.io.sinks import FileSink
+from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
+                                                            write_descriptor)
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
@@ -81,10 +83,6 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
                              "be the same path in every run")
     if job.stream_graph.runtime_mode != "streaming":
         raise StreamRunError(f"pipeline {job.pipeline!r}: a checkpoint_dir needs runtime_mode='streaming'")
-    for node in job.stream_graph.nodes:
-        if node.kind is OperatorKind.SINK and isinstance(node.function, SqlSink):
-            raise StreamRunError(f"sink {node.name!r}: SQL sinks are not supported in stream runs (their commit cannot "
-                                 "join the checkpoint's); write files and load them, or run without checkpoint_dir")
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:
@@ -92,6 +90,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
         verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
+        _check_outputs_replaceable(area, latest, job)
         base, seq = latest["base"], latest["seq"]  # the latest run again: replaces its checkpoint and outputs
     elif run_id in history:
         raise StreamRunError(f"run {run_id!r} of pipeline {job.pipeline!r} committed checkpoint {history[run_id]}, "
@@ -107,6 +106,17 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     _check_restored_state(job, run)
     write_json(area.run(run_id).join(RUN_DOC), {**asdict(run), "started_at": _now()})
     return run
+
+
+def _check_outputs_replaceable(area: CheckpointArea, latest: dict, job) -> None:
+    """A published sink (a Delta table) keeps what a committed run wrote: re-running that run
+    would write its output a second time."""
+    manifest = read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
+    published = sorted(k for k, s in manifest["sinks"].items() if s.get("publish"))
+    if published:
+        raise StreamRunError(f"run {latest['run_id']!r} of pipeline {job.pipeline!r} committed checkpoint "
+                             f"{latest['checkpoint']} and published it to {published}, which cannot take a "
+                             "publication back; re-running it is refused: start a new run instead")
 
 
 def _run_dirs(area: CheckpointArea) -> list[Location]:
@@ -156,14 +166,21 @@ class ChainStreamStep:
                                           "max_parallelism": former.get("max_parallelism")}
         self.positions: dict[str, dict] = {}
         self.read: dict[str, object] = {}  # source key -> [[split, start, end]] read by this run
-        self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}
+        self.sinks: dict[str, dict] = {}  # file sink key -> {"target", "format"}; published: {"target", "publish"}
+        self.published: dict[str, object] = {}  # published sink key -> its descriptor
 
     def sink_overrides(self, overrides: dict) -> dict:
-        """`overrides` with every file sink of the chain writing into the chain's staging."""
+        """`overrides` with every file sink of the chain writing into the chain's staging, and
+        every published sink staging there (`{"stage": uri}`: the runner's staged writers)."""
         g = self.job.stream_graph
         out = dict(overrides)
         for nid in self.chain.node_ids:
             node = g.node(nid)
+            if node.kind is OperatorKind.SINK and publisher_of(node.function) is not None:
+                self.sinks[node.key] = {"target": getattr(node.function, "path", None) or node.function.describe(),
+                                        "publish": type(node.function).__name__}
+                self.published[node.key] = node.function
+                out[node.key] = {**(overrides.get(node.key) or {}), "stage": sink_dir(self.stage, node.key).uri}
             if node.kind is OperatorKind.SINK and isinstance(node.function, FileSink):
                 target = (overrides.get(node.key) or {}).get("path", node.function.path)
                 self.sinks[node.key] = {"target": Location(target).uri, "format": node.function.format}
@@ -205,6 +222,8 @@ class ChainStreamStep:
             sink["records"] = sum(int((r.get("written") or {}).get(key, 0)) for r in reports)
         doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
                "sinks": self.sinks}
+        for key, descriptor in self.published.items():
+            write_descriptor(sink_dir(self.stage, key), descriptor)
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
@@ -308,7 +327,9 @@ def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -
 
 def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
     """Move the staged parts of checkpoint n's file sinks onto their final names
-    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone)."""
+    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone);
+    hand the staged records of its published sinks to their publishers (which write nothing
+    for a checkpoint they published already), then drop them."""
     chk = area.checkpoint(n)
     if not chk.join(MANIFEST).exists():
         return []
@@ -317,6 +338,11 @@ def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
     for key, sink in manifest["sinks"].items():
         staged = sink_dir(chain_dir(chk, sink["chain"]), key)
         if not staged.exists():
+            continue
+        if sink.get("publish"):
+            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}", manifest["run_id"]))
+            staged.delete()
+            published.append(sink["target"])
             continue
         target = Location(sink["target"])
         target.makedirs()

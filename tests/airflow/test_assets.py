@@ -144,9 +144,31 @@ def test_event_extra_is_json():
     ("postgres://db:5432/shop/public/revenue", ("postgres://db:5432", "shop.public.revenue")),
     ("mysql://db:3306/shop/revenue", ("mysql://db:3306", "shop.revenue")),
     ("sqlite:/var/db/shop.db/revenue", ("sqlite:///var/db/shop.db", "revenue")),
+    ("nats://127.0.0.1:4222/ORDERS", ("nats://127.0.0.1:4222", "ORDERS")),
 ])
 def test_openlineage_dataset_naming(uri, ns_name):
     assert dataset_name(uri) == ns_name
+
+
+@pytest.mark.parametrize("servers, uri", [
+    ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222/ORDERS"),
+    (["nats://user:secret@n1.example:4333", "nats://n2.example"], "nats://n1.example:4333/ORDERS"),
+    ("nats://broker", "nats://broker:4222/ORDERS"),
+])
+def test_nats_jetstream_source_asset(servers, uri):
+    from airflow_flinkchain.io.sources import NatsJetStreamSource
+
+    assert asset_uri(NatsJetStreamSource(servers=servers, stream="ORDERS")) == uri
+
+
+def test_delta_sink_asset_is_the_table_location():
+    from airflow_flinkchain.io.sinks import DeltaSink
+
+    assert asset_uri(DeltaSink("/lake/silver/orders/")) == "file:///lake/silver/orders"
+    assert asset_uri(DeltaSink("s3a://lake/silver/orders", merge_keys="id")) == "s3://lake/silver/orders"
+    from airflow_flinkchain.io.sources import DeltaSource
+
+    assert asset_uri(DeltaSource("s3a://lake/silver/orders")) == "s3://lake/silver/orders"
 
 
 def test_openlineage_facets_of_a_chain_task():

@@ -25,6 +25,7 @@ from airflow_flinkchain.io.sources import SqlSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
+from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
 
@@ -95,6 +96,22 @@ class SqlSinkConnector(SinkConnector):
         return {"kind": self.kind, "path": d.table, "records": n}
 
 
+@register_publisher(SqlSink)
+def publish_sql(sink: SqlSink, rows: list, publication: Publication) -> dict:
+    """A stream run's rows and its (pipeline, sink, checkpoint) record in one transaction."""
+    from airflow_flinkchain.runtime.exchange.schema import parse_output_type, records_to_batch
+
+    label = publication.label
+    schema = parse_output_type(sink.output_type, label)
+    if schema is not None and rows:
+        records_to_batch(rows, None, schema, label)
+    n = commit_table(resolve_url(sink.url, sink.conn_id, label), sink.table, sink.run_id_column,
+                     publication.run_id, rows, schema, label, dag_id_column=sink.dag_id_column,
+                     dag_id=publication.pipeline,
+                     commit_record=(publication.pipeline, publication.sink_key, publication.checkpoint))
+    return {"kind": "sql", "path": sink.table, "records": n}
+
+
 def read_query(url: str, query: str, params: dict) -> Iterator[dict]:
     import sqlalchemy as sa
 
@@ -162,15 +179,44 @@ def _arrow_to_sa(t):
     return sa.Text()
 
 
+#: the table of the (pipeline, sink, checkpoint) records of stream runs' SQL publications
+COMMITS_TABLE = "flinkchain_commits"
+
+
+def _commits_table(meta):
+    import sqlalchemy as sa
+
+    return sa.Table(COMMITS_TABLE, meta, sa.Column("pipeline", sa.String(250), primary_key=True),
+                    sa.Column("sink", sa.String(250), primary_key=True),
+                    sa.Column("checkpoint", sa.BigInteger, primary_key=True))
+
+
+def _recorded(conn, commit_record: tuple) -> bool:
+    """Whether the sink published this checkpoint (or a later one) already; creates the table."""
+    import sqlalchemy as sa
+
+    meta = sa.MetaData()
+    commits = _commits_table(meta)
+    meta.create_all(conn, tables=[commits])
+    pipeline, sink, checkpoint = commit_record
+    done = conn.execute(sa.select(sa.func.max(commits.c.checkpoint)).where(
+        commits.c.pipeline == pipeline, commits.c.sink == sink)).scalar()
+    return done is not None and done >= checkpoint
+
+
 def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: list[dict],
                  schema=None, where: str = "", dag_id_column: Optional[str] = None,
-                 dag_id: Optional[str] = None) -> int:
+                 dag_id: Optional[str] = None, commit_record: Optional[tuple] = None) -> int:
     """In ONE transaction: delete this run's rows, insert `rows`. Returns rows inserted.
 
     A run is (dag id, run id) when `dag_id_column` is given and the table has it
     (tables created here get it): scheduled runs of two DAGs have the same run id,
     and one DAG's retry must not delete the other's rows. A pre-existing table
-    without that column is keyed by the run id alone."""
+    without that column is keyed by the run id alone.
+
+    `commit_record` (pipeline, sink key, checkpoint id; stream runs): the same transaction
+    first reads `COMMITS_TABLE` and writes nothing (returns 0) when that pipeline's sink has a
+    checkpoint at or above this one recorded, else records it with the rows."""
     import sqlalchemy as sa
 
     reserved = {c for c in (run_id_column, dag_id_column) if c}
@@ -184,6 +230,8 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
+            if commit_record is not None and _recorded(conn, commit_record):
+                return 0
             meta = sa.MetaData()
             insp = sa.inspect(conn)
             if insp.has_table(table):
@@ -223,6 +271,9 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
                         f"{str(cause).splitlines()[0] if str(cause) else ''}); nothing of this run was written. "
                         "Make the records fit the table's columns and constraints (types, NOT NULL, unique "
                         "keys), e.g. with a filter or map before the sink, or change the table") from None
+            if commit_record is not None:
+                conn.execute(_commits_table(sa.MetaData()).insert(), [dict(zip(("pipeline", "sink", "checkpoint"),
+                                                                                commit_record))])
         return len(rows)
     finally:
         engine.dispose()

@@ -8,7 +8,9 @@ in the subtasks (Flink's split reader). The splits of an `UnboundedSource` go to
 subtask (and its watermark generator) while the parallelism is unchanged; new files go
 in contiguous ranges of their sorted paths. Every source kind goes through the same three steps - discover, assign, read:
 
-* `UnboundedSource` (io/sources.py): the user's discover / initial_position / read_split;
+* `UnboundedSource` (io/sources.py): the user's discover / initial_position / read_split,
+  or for a built-in one (`NatsJetStreamSource`) the implementation registered for its
+  type with `register_unbounded`;
 * `FileSource(monitor=True)`: splits are the files not read before (sorted; names
   starting with '.' or '_' skipped), a read file whose size or modification time
   changed is an error; positions {"files": {path: [size, mtime_ns]}};
@@ -20,13 +22,32 @@ in contiguous ranges of their sorted paths. Every source kind goes through the s
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, register_source
 from airflow_flinkchain.runtime.exchange.layout import Location
 
 BOUNDED_READ = {"bounded": "read"}
+
+_IMPLEMENTATIONS: dict[type, Callable[[Any], Any]] = {}
+
+
+def register_unbounded(descriptor_type: type) -> Callable:
+    """Class decorator: `factory(descriptor)` -> an object with `discover`, `initial_position`
+    and `read_split` (as `UnboundedSource`'s) for a built-in unbounded source's descriptor."""
+    def register(factory):
+        _IMPLEMENTATIONS[descriptor_type] = factory
+        return factory
+    return register
+
+
+def splits_of(source: UnboundedSource) -> Any:
+    """What discovers and reads the splits of `source`: its registered implementation, or itself."""
+    for cls in type(source).__mro__:
+        if cls in _IMPLEMENTATIONS:
+            return _IMPLEMENTATIONS[cls](source)
+    return source
 
 
 def is_unbounded(descriptor: Any) -> bool:
@@ -86,8 +107,9 @@ def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional
 
 def _discover_splits(source: UnboundedSource, positions: dict, label: str) -> tuple[list, dict]:
     committed = dict(positions.get("splits") or {})
+    splits = splits_of(source)
     try:
-        available = source.discover(dict(committed))
+        available = splits.discover(dict(committed))
     except Exception as exc:
         raise RuntimeError(f"{label}: discover() of {type(source).__name__} failed: {exc}") from exc
     if not isinstance(available, dict):
@@ -98,7 +120,7 @@ def _discover_splits(source: UnboundedSource, positions: dict, label: str) -> tu
         if split_id not in available:  # gone from the source: keeps its position
             ranges.append((split_id, committed[split_id], committed[split_id]))
             continue
-        start = committed[split_id] if split_id in committed else source.initial_position(split_id)
+        start = committed[split_id] if split_id in committed else splits.initial_position(split_id)
         end = available[split_id]
         ranges.append((split_id, start, end))  # empty ranges too: they keep the split -> subtask mapping
         committed[split_id] = end
@@ -156,7 +178,7 @@ def _read_split(source: Any, split_id: str, start: Any, end: Any, label: str) ->
         yield from read_query(_sql_url(source, label), f"select * from ({source.query}) q where {where} order by {col}",
                               {**source.params, "_lo": start, "_hi": end})
     else:
-        yield from source.read_split(split_id, start, end)
+        yield from splits_of(source).read_split(split_id, start, end)
 
 
 @register_source(UnboundedSource)

@@ -38,6 +38,7 @@ from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter,
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
+from airflow_flinkchain.runtime.connectors.published import staged_writer
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 from airflow_flinkchain.runtime.core.metrics import utc_now_iso
@@ -123,6 +124,10 @@ class LocalChainRun:
     def path_of(self, node) -> str:
         return (self.overrides.get(node.key) or {}).get("path", node.function.path)
 
+    def stage_of(self, node) -> Optional[str]:
+        """Where a published sink of a stream run stages its records (None: not one)."""
+        return (self.overrides.get(node.key) or {}).get("stage")
+
     def run(self) -> dict:
         job, chain = self.job, self.chain
         doc = {"pipeline": job.pipeline, "dag_id": job.pipeline, "run_id": self.run_id, "chain": chain.id,
@@ -163,7 +168,8 @@ class LocalChainRun:
         g = self.job.stream_graph
         for nid in self.chain.node_ids:
             node = g.node(nid)
-            if node.kind is OperatorKind.SINK and not isinstance(node.function, (CollectSink, FileSink)):
+            if (node.kind is OperatorKind.SINK and not isinstance(node.function, (CollectSink, FileSink))
+                    and self.stage_of(node) is None):
                 raise TypeError(f"sink {node.name!r}: execute_local() does not run {type(node.function).__name__}; "
                                 "run this pipeline with execute() (Spark), or test it with a collect / "
                                 "TestingSink in place of this sink")
@@ -207,7 +213,10 @@ class LocalChainRun:
         g = self.job.stream_graph
         for key, writers in self.sink_writers.items():
             sink = g.node_by_key(key).function
-            if isinstance(sink, CollectSink):
+            if self.stage_of(g.node_by_key(key)) is not None:  # moves with the chain's staging
+                outputs.append({"sink": key, "kind": "staged", "path": self.stage_of(g.node_by_key(key)),
+                                "records": counts.get(key, 0)})
+            elif isinstance(sink, CollectSink):
                 self.exchange.collected[sink.name] = [v for w in writers for v in w.values()]
                 if isinstance(sink, PrintSink):
                     print_lines(self.exchange.collected[sink.name])
@@ -273,7 +282,10 @@ class LocalTaskIO:
 
     def sink_writer(self, node, subtask: int):
         sink = node.function
-        if isinstance(sink, PrintSink):
+        stage = self.run.stage_of(node)
+        if stage is not None:
+            w = staged_writer(Location(stage), node.key, subtask, f"sink {node.name!r}")
+        elif isinstance(sink, PrintSink):
             w = PrintingWriter(CollectWriter(sink.name, subtask), sink, subtask, node.parallelism)
         elif isinstance(sink, CollectSink):
             w = CollectWriter(sink.name, subtask)

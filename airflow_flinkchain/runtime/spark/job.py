@@ -40,9 +40,10 @@ from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.connectors import ConnectorContext, sink_connector, source_reader
+from airflow_flinkchain.runtime.connectors.published import StagedSinkConnector
 from airflow_flinkchain.runtime.core.metrics import utc_now_iso
 from airflow_flinkchain.runtime.core.serialize import loads_plan
-from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, replace
+from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location, replace
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
 from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition
@@ -88,8 +89,13 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
         path = _path_of(node, overrides) if isinstance(getattr(node.function, "path", None), str) else None
         return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism)
 
-    sinks = {node.key: sink_connector(node.function, context(node, f"sink {node.name!r}"))
-             for node in map(g.node, chain.node_ids) if node.kind is OperatorKind.SINK}
+    def sink(node):
+        stage = (overrides.get(node.key) or {}).get("stage")  # a published sink in a stream run
+        if stage is not None:
+            return StagedSinkConnector(Location(stage), node.key, f"sink {node.name!r}")
+        return sink_connector(node.function, context(node, f"sink {node.name!r}"))
+
+    sinks = {node.key: sink(node) for node in map(g.node, chain.node_ids) if node.kind is OperatorKind.SINK}
     head = g.node(chain.head_id)
     source = None
     if head.kind is OperatorKind.SOURCE:

@@ -1,0 +1,148 @@
+"""Delta Lake tables at run time (deltalake, i.e. delta-rs): the publisher of `DeltaSink`.
+
+One publication = one Delta commit: an append (`write_deltalake(mode="append")`) or a
+merge (`DeltaTable.merge`, update all columns when the keys match, insert otherwise),
+carrying the application transaction (app id, checkpoint id) Spark's and delta-rs's
+writers use for idempotent streaming writes. Before writing, the table's recorded
+version for the app id is read: at or above the checkpoint id, the output is in the
+table already and nothing is written. Delta's optimistic concurrency makes a concurrent
+writer's commit and ours both land or ours retry; the transaction version is checked
+again by the conflict checker, so two publications of one checkpoint cannot both commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from airflow_flinkchain.io.sinks import DeltaSink
+from airflow_flinkchain.io.sources import DeltaSource
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, register_sink
+from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
+
+
+def open_table(sink: DeltaSink) -> Optional[Any]:
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(sink.path, storage_options=sink.storage_options):
+        return None
+    return DeltaTable(sink.path, storage_options=sink.storage_options)
+
+
+def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
+    import pyarrow as pa
+
+    for row in rows:
+        if not isinstance(row, dict):
+            raise TypeError(f"{label}: Delta sink records must be dicts of column -> value, got {row!r}; map "
+                            "the records to dicts before the sink")
+    if sink.merge_keys:  # a keyed reduce emits every update: per key the run's last record wins
+        latest = {}
+        for row in rows:
+            missing = [k for k in sink.merge_keys if row.get(k) is None]
+            if missing:
+                raise ValueError(f"{label}: record without a value for merge key {missing[0]!r}: {row!r}")
+            latest[tuple(row[k] for k in sink.merge_keys)] = row
+        rows = list(latest.values())
+    if table is None:
+        try:
+            return pa.Table.from_pylist(rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise TypeError(f"{label}: the records do not make one table ({exc}); give every field one type")
+    schema = pa.schema(table.schema().to_arrow())
+    extra = sorted({k for row in rows for k in row} - set(schema.names))
+    if extra:
+        raise ValueError(f"{label}: the records have field(s) {extra} that Delta table {sink.path!r} has no column "
+                         f"for (its columns: {schema.names}); drop them before the sink or add the columns")
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise TypeError(f"{label}: the records do not fit the schema of Delta table {sink.path!r} ({exc}); "
+                        f"its schema: {schema}") from None
+
+
+@register_publisher(DeltaSink)
+def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict:
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    table = open_table(sink)
+    if table is not None:
+        done = table.transaction_version(publication.app_id)
+        if done is not None and done >= publication.checkpoint:
+            return {"kind": "delta", "path": sink.path, "records": 0, "version": None, "already": True}
+    if not rows:
+        return {"kind": "delta", "path": sink.path, "records": 0, "version": None}
+    data = _arrow(sink, rows, table, publication.label)
+    props = CommitProperties(
+        app_transactions=[Transaction(app_id=publication.app_id, version=publication.checkpoint)],
+        custom_metadata={"flinkchain.pipeline": publication.pipeline, "flinkchain.sink": publication.sink_key,
+                         "flinkchain.checkpoint": str(publication.checkpoint)})
+    if table is None or sink.mode == "append":
+        write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
+                        storage_options=sink.storage_options, commit_properties=props)
+    else:
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
+        (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+    return {"kind": "delta", "path": sink.path, "records": data.num_rows,
+            "version": open_table(sink).version()}
+
+
+@register_sink(DeltaSink)
+def batch_delta_sink(sink: DeltaSink, ctx: ConnectorContext):
+    raise TypeError(f"{ctx.label}: DeltaSink is written by stream runs (a streaming pipeline with a checkpoint_dir, "
+                    "one Delta commit per run); give the pipeline runtime_mode='streaming' and a checkpoint_dir")
+
+
+@register_unbounded(DeltaSource)
+class DeltaVersions:
+    """The one split of a DeltaSource: positions are table versions, [start, end) read."""
+
+    SPLIT = "versions"
+
+    def __init__(self, source: DeltaSource):
+        self.source = source
+        self.where = f"DeltaSource({source.path!r})"
+
+    def _table(self, version: Optional[int] = None):
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.source.path, storage_options=self.source.storage_options):
+            raise LookupError(f"{self.where}: no Delta table at {self.source.path!r}; create it first (e.g. with a "
+                              "DeltaSink) or fix the path")
+        return DeltaTable(self.source.path, version=version, storage_options=self.source.storage_options)
+
+    def initial_position(self, split_id: str) -> int:
+        return 0
+
+    def discover(self, positions: dict) -> dict:
+        return {self.SPLIT: self._table().version() + 1}
+
+    def read_split(self, split_id: str, start: int, end: int):
+
+        table = self._table()
+        operations = {h["version"]: h.get("operation") for h in table.history()}
+        before = set(self._files(start - 1)) if start > 0 else set()
+        for version in range(start, end):
+            files = self._files(version)
+            removed = before - set(files)
+            if operations.get(version) == "OPTIMIZE":  # compaction: same rows in new files
+                before = set(files)
+                continue
+            if removed:
+                raise RuntimeError(f"{self.where}: version {version} is not an append (operation "
+                                   f"{operations.get(version)!r} removed {len(removed)} file(s)); DeltaSource reads "
+                                   "append-only tables; reset the reading pipeline (its checkpoint_dir) to read "
+                                   "the table afresh")
+            added = [f for f in files if f not in before]
+            before = set(files)
+            if added:
+                dataset = self._table(version).to_pyarrow_dataset()
+                by_path = {frag.path.rsplit("/", 1)[-1]: frag for frag in dataset.get_fragments()}
+                for name in sorted(added):
+                    frag = by_path[name.rsplit("/", 1)[-1]]
+                    yield from frag.to_table(schema=dataset.schema).to_pylist()  # partition columns too
+
+    def _files(self, version: int) -> list:
+        actions = self._table(version).get_add_actions(flatten=True)
+        return [str(p) for p in actions.column("path").to_pylist()]

@@ -1,0 +1,159 @@
+"""NATS JetStream at run time (nats-py): the splits of a `NatsJetStreamSource`.
+
+A split is the whole stream (split id = the stream's name) or one subject filter; its
+position is the next stream sequence to read. `discover` reads the stream's state: every
+split ends at the stream's last sequence + 1 when the run began. `read_split` creates an
+ephemeral pull consumer (no acknowledgements, deleted at the end, and dropped by the server
+after a minute of inactivity anyway) starting at the range's first sequence and filtered
+to the split's subject, and reads until the range's end or until nothing matching is
+pending. The checkpoint is the only record of what was read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+from typing import Any, Iterator
+
+from airflow_flinkchain.io.sources import NatsJetStreamSource
+from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
+from airflow_flinkchain.runtime.core.elements import StreamRecord
+
+CONNECT_TIMEOUT_S = 5
+FETCH_BATCH = 1000
+FETCH_TIMEOUT_S = 10
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_MS = datetime.timedelta(milliseconds=1)
+
+
+def _nats():
+    try:
+        import nats  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError("NatsJetStreamSource needs the nats-py package (pip install nats-py)") from exc
+    return nats
+
+
+def timestamp_ms(when: datetime.datetime) -> int:
+    """A JetStream message timestamp as epoch milliseconds (integer arithmetic: the same
+    message always gets the same record timestamp)."""
+    return (when - _EPOCH) // _MS
+
+
+@register_unbounded(NatsJetStreamSource)
+class NatsJetStreamSplits:
+    """discover / initial_position / read_split of one NatsJetStreamSource."""
+
+    def __init__(self, source: NatsJetStreamSource):
+        self.source = source
+        self.where = f"NatsJetStreamSource(stream={source.stream!r}) at {','.join(source.servers)}"
+
+    def initial_position(self, split_id: str) -> int:
+        return self.source.initial_position(split_id)
+
+    def discover(self, positions: dict) -> dict:
+        state = asyncio.run(self._stream_state())
+        first, last = state.first_seq, state.last_seq
+        for split_id, position in sorted(positions.items()):
+            if position < first and position <= last:
+                raise RuntimeError(
+                    f"{self.where}: messages {position}..{first - 1} were removed from the stream (retention "
+                    f"limits or a purge) before this pipeline read them (split {split_id!r} is at sequence "
+                    f"{position}); give the stream a longer retention, or reset the pipeline (delete its "
+                    "checkpoint_dir) to start again from the stream's first message")
+        return {split_id: last + 1 for split_id in (self.source.subjects or (self.source.stream,))}
+
+    def read_split(self, split_id: str, start: int, end: int) -> Iterator[StreamRecord]:
+        if start >= end:
+            return
+        loop = asyncio.new_event_loop()
+        nc = loop.run_until_complete(self._connect())
+        consumer = None
+        try:
+            consumer = loop.run_until_complete(self._subscribe(nc, split_id, start))
+            sub = consumer[1]
+            pending = loop.run_until_complete(sub.consumer_info()).num_pending
+            while pending > 0:
+                try:
+                    msgs = loop.run_until_complete(sub.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_S))
+                except _nats().errors.TimeoutError:
+                    raise RuntimeError(f"{self.where}: no message within {FETCH_TIMEOUT_S}s while reading split "
+                                       f"{split_id!r} from sequence {start}, although {pending} were pending; "
+                                       "were messages deleted meanwhile?") from None
+                for msg in msgs:
+                    meta = msg.metadata
+                    seq = meta.sequence.stream
+                    if seq >= end:
+                        return
+                    yield StreamRecord(self._value(msg.data, seq), timestamp_ms(meta.timestamp))
+                    pending = meta.num_pending
+                    if seq == end - 1:
+                        return
+        finally:
+            loop.run_until_complete(self._close(nc, consumer))
+            loop.close()
+
+    def _value(self, data: bytes, seq: int) -> Any:
+        fmt = self.source.value_format
+        if fmt == "bytes":
+            return data
+        try:
+            text = data.decode("utf-8")
+            return json.loads(text) if fmt == "json" else text
+        except ValueError as exc:
+            raise ValueError(f"{self.where}: message {seq} is not {'JSON' if fmt == 'json' else 'UTF-8'} "
+                             f"({exc}); pick value_format='string' or 'bytes' for such payloads") from None
+
+    async def _connect(self):
+        nats = _nats()
+
+        async def quiet(_exc):  # errors are raised below, not printed by the client
+            return None
+
+        try:
+            # one attempt per server (allow_reconnect=False would retry the first connect forever)
+            return await asyncio.wait_for(nats.connect(servers=list(self.source.servers),
+                                                       connect_timeout=CONNECT_TIMEOUT_S, max_reconnect_attempts=1,
+                                                       reconnect_time_wait=0.1, error_cb=quiet),
+                                          timeout=CONNECT_TIMEOUT_S * (len(self.source.servers) + 1))
+        except Exception as exc:
+            raise ConnectionError(f"{self.where}: cannot connect to the NATS server ({type(exc).__name__}: "
+                                  f"{exc}); is nats-server running (with JetStream: nats-server -js) and "
+                                  "reachable at that address?") from None
+
+    async def _stream_state(self):
+        nats = _nats()
+        nc = await self._connect()
+        try:
+            info = await nc.jetstream().stream_info(self.source.stream)
+        except nats.js.errors.NotFoundError:
+            raise LookupError(f"{self.where}: stream {self.source.stream!r} does not exist; create it (e.g. "
+                              f"`nats stream add {self.source.stream} --subjects ...`) or fix the name") from None
+        except nats.js.errors.ServiceUnavailableError:
+            raise ConnectionError(f"{self.where}: JetStream is not enabled on the server; start nats-server "
+                                  "with -js") from None
+        finally:
+            await nc.close()
+        return info.state
+
+    async def _subscribe(self, nc, split_id: str, start: int):
+        from nats.js import api
+
+        js = nc.jetstream()
+        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
+                                    ack_policy=api.AckPolicy.NONE, inactive_threshold=60.0, mem_storage=True,
+                                    filter_subject=split_id if self.source.subjects else None)
+        info = await js.add_consumer(self.source.stream, config=config)
+        return info.name, await js.pull_subscribe_bind(consumer=info.name, stream=self.source.stream)
+
+    async def _close(self, nc, consumer) -> None:
+        try:
+            if consumer is not None:
+                name, sub = consumer
+                await sub.unsubscribe()
+                await nc.jetstream().delete_consumer(self.source.stream, name)
+        except Exception:  # noqa: BLE001  (an ephemeral consumer the server drops by itself when idle)
+            pass
+        finally:
+            await nc.close()

@@ -1,0 +1,104 @@
+"""Sinks published after a stream run's commit point (Delta tables; docs/stream-runs.md).
+
+In a stream run the subtasks of such a sink write its records into the chain's staging
+under the run (a single-channel dataset, as SQL sinks stage their rows), with the pickled
+descriptor beside them; they move with the run into checkpoint n. After the commit point
+`publish_staged` hands the records to the publisher registered for the descriptor type,
+with a `Publication` naming pipeline, sink and checkpoint: the publisher writes them in
+one transaction of the external system that records the checkpoint id, and writes nothing
+when it finds that id recorded already (a publication repeated after an interruption).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from airflow_flinkchain.runtime.connectors.base import SinkConnector
+from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
+from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
+from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
+from airflow_flinkchain.runtime.exchange.layout import Location
+
+DESCRIPTOR = "_sink.pkl"
+
+_PUBLISHERS: dict[type, Callable[[Any, list, "Publication"], dict]] = {}
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One sink's output of one committed checkpoint."""
+
+    pipeline: str
+    sink_key: str
+    checkpoint: int
+    label: str
+    run_id: str = ""
+
+    @property
+    def app_id(self) -> str:
+        """The id the external system records the checkpoint under (one per pipeline and sink)."""
+        return f"flinkchain/{self.pipeline}/{self.sink_key}"
+
+
+def register_publisher(descriptor_type: type) -> Callable:
+    """Decorator: `publish(descriptor, rows, publication) -> {"records": n, ...}` for a sink type."""
+    def register(fn):
+        _PUBLISHERS[descriptor_type] = fn
+        return fn
+    return register
+
+
+def publisher_of(descriptor: Any) -> Optional[Callable]:
+    for cls in type(descriptor).__mro__:
+        if cls in _PUBLISHERS:
+            return _PUBLISHERS[cls]
+    return None
+
+
+class StagedSinkConnector(SinkConnector):
+    """A published sink inside a stream run's chain attempt: the subtasks stage, nothing is
+    committed with the chain (the run's commit carries the staging into the checkpoint)."""
+
+    kind = "staged"
+
+    def __init__(self, location: Location, key: str, label: str):
+        self.location, self.key, self.label = location, key, label
+
+    def create_writer(self, subtask: int) -> DatasetSinkWriter:
+        return staged_writer(self.location, self.key, subtask, self.label)
+
+    def commit(self, run_id: str, records: int) -> dict:
+        return {"kind": self.kind, "path": self.location.uri, "records": records}
+
+
+def staged_writer(location: Location, key: str, subtask: int, label: str) -> DatasetSinkWriter:
+    return DatasetSinkWriter(DatasetWriter(location, f"stage:{key}", subtask, 1, channel_dirs=False, label=label))
+
+
+def write_descriptor(location: Location, descriptor: Any) -> None:
+    import cloudpickle
+
+    location.makedirs()
+    with location.join(DESCRIPTOR).open_output() as f:
+        f.write(cloudpickle.dumps(descriptor))
+
+
+def staged_rows(location: Location, key: str) -> list:
+    """The staged records in subtask order (values; timestamps and watermarks dropped)."""
+    rows = []
+    for f in open_channel(location, f"stage:{key}", None):
+        rows.extend(el.value if type(el) is StreamRecord else el for el in f.elements() if type(el) is not Watermark)
+    return rows
+
+
+def publish_staged(location: Location, publication: Publication) -> dict:
+    """Publish what `location` staged (idempotent by checkpoint id: see the module docstring)."""
+    import pickle
+
+    with location.fs.open_input_stream(location.join(DESCRIPTOR).path) as f:
+        descriptor = pickle.loads(f.read())
+    publish = publisher_of(descriptor)
+    if publish is None:
+        raise TypeError(f"{publication.label}: no publisher registered for {type(descriptor).__name__}")
+    return publish(descriptor, staged_rows(location, publication.sink_key), publication)

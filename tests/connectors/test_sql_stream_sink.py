@@ -1,0 +1,179 @@
+"""SqlSink in stream runs, on SQLite and on the real PostgreSQL: a run's rows and its
+(pipeline, sink, checkpoint) record are written in one transaction after the commit point;
+a repeated publication writes nothing; N runs plus a drain equal one STREAMING run, also
+with runs SIGKILLed while running or around the SQL transaction, then retried."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from airflow_flinkchain import StreamPipeline
+from airflow_flinkchain.io.sinks import SqlSink
+from airflow_flinkchain.runtime.connectors.sql import COMMITS_TABLE
+from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
+from airflow_flinkchain.runtime.stream_run import StreamRunError, publish_sinks
+from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
+from tests.connectors.nats_server import unavailable
+from tests.streamruns.cases import FailOn, make_records, slices
+from tests.streamruns.partitioned_log import PartitionedLog, append
+
+REPO = Path(__file__).resolve().parents[2]
+POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request, tmp_path):
+    """(url, a table name of the test's own)."""
+    table = f"windows_{uuid.uuid4().hex[:8]}"
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shop.db'}", table
+        return
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
+    except OSError:
+        unavailable("no PostgreSQL at 127.0.0.1:5432 (database `test`)")
+    yield POSTGRES, table
+    engine = sa.create_engine(POSTGRES)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"drop table if exists {table}"))
+    engine.dispose()
+
+
+def as_row(r: tuple) -> dict:
+    return {"key": r[0], "value": r[1], "ts": r[2]}
+
+
+def pipeline(name: str, log: str, ckpt, url=None, table=None, fail=None) -> StreamPipeline:
+    """Tumbling-window sums into the SQL table (None: a collect sink only)."""
+    p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=ckpt)
+    s = p.from_source(PartitionedLog(directory=log), name="log").uid("log").set_parallelism(1)
+    s = s.assign_timestamps_and_watermarks(watermark_strategy({"bounded": 500})).uid("wm").set_parallelism(1)
+    if fail is not None:
+        s = s.map(fail).name("fail").set_parallelism(1)
+    w = s.key_by(first_field).window(window_assigner(["tumbling", 1000])).reduce(sum_values).uid("win")
+    w = w.set_parallelism(2)
+    if url is not None:
+        w.map(as_row).name("row").set_parallelism(2).sink_to(SqlSink(table, url=url), name="windows")
+    w.collect("windows")
+    return p
+
+
+def table_rows(url: str, table: str) -> Counter:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return Counter((r.key, r.value, r.ts) for r in conn.execute(sa.text(f"select * from {table}")))
+    finally:
+        engine.dispose()
+
+
+def expected(tmp_path, records) -> Counter:
+    log = str(tmp_path / f"whole-{uuid.uuid4().hex[:6]}")
+    append(log, "p0", records)
+    return Counter(tuple(v) for v in pipeline("whole", log, None).execute_local().output("windows"))
+
+
+def test_n_runs_and_a_drain_equal_one_streaming_run(tmp_path, db):
+    url, table = db
+    records = make_records(seed=31)
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    name = f"sql-{uuid.uuid4().hex[:6]}"
+    for k, part in enumerate(slices(records, 3)):
+        append(log, "p0", part)
+        pipeline(name, log, ckpt, url, table).execute_local(run_id=f"r{k}")
+    pipeline(name, log, ckpt, url, table).execute_local(run_id="drain", drain=True)
+    assert table_rows(url, table) == expected(tmp_path, records)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        recorded = [tuple(r) for r in conn.execute(sa.text(
+            f"select checkpoint from {COMMITS_TABLE} where pipeline = :p order by checkpoint"), {"p": name})]
+    engine.dispose()
+    assert [c for (c,) in recorded] == [1, 2, 3, 4]
+    # re-running the published run would write its rows again: refused
+    with pytest.raises(StreamRunError, match="re-running it is refused"):
+        pipeline(name, log, ckpt, url, table).execute_local(run_id="drain", drain=True)
+    assert table_rows(url, table) == expected(tmp_path, records)
+
+
+KILL_SCRIPT = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+where = {where!r}
+if where != "running":
+    from airflow_flinkchain.runtime.connectors import sql
+    real = sql.commit_table
+    def killing(*args, **kwargs):
+        if where == "before-sql-commit":
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+    sql.commit_table = killing
+from tests.connectors.test_sql_stream_sink import pipeline
+from tests.streamruns.cases import FailOn
+pipeline({name!r}, {log!r}, {ckpt!r}, {url!r}, {table!r}, fail=FailOn({marker!r}, {value!r}, kill=True)).execute_local(
+    run_id={run_id!r}, drain={drain!r})
+"""
+
+
+@pytest.mark.parametrize("where", ["running", "before-sql-commit", "after-sql-commit"])
+def test_runs_killed_and_retried_write_each_row_once(tmp_path, db, where):
+    import random
+
+    url, table = db
+    records = make_records(seed=37)
+    log, ckpt, marker = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "kill-now"
+    name, rng = f"sqlkill-{uuid.uuid4().hex[:6]}", random.Random(where)
+    fail = FailOn(str(marker), -1, kill=True)
+    parts = slices(records, 3)
+    for k, part in enumerate(parts):
+        drain = k == len(parts) - 1
+        append(log, "p0", part)
+        value = rng.choice(part)[1] if where == "running" else -1
+        marker.write_text("")
+        script = KILL_SCRIPT.format(repo=str(REPO), where=where, name=name, log=log, ckpt=ckpt, url=url,
+                                    table=table, marker=str(marker), value=value, run_id=f"r{k}", drain=drain)
+        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=300)
+        assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+        marker.unlink()
+        if where == "running":
+            pipeline(name, log, ckpt, url, table, fail=fail).execute_local(run_id=f"r{k}", drain=drain)
+        else:  # killed after the commit point: the roll-forward of the next begin / a retried commit
+            latest = json.loads((Path(ckpt) / "_latest.json").read_text())
+            assert latest["run_id"] == f"r{k}"
+            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])
+            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])
+    assert table_rows(url, table) == expected(tmp_path, records)
+
+
+def test_the_airflow_commit_step_resolves_a_sink_conn_id(tmp_path, monkeypatch):
+    """The stream_commit / setup tasks publish: they put the SQL sinks' Airflow connections in
+    the environment for the publication (as the chain tasks do for spark-submit)."""
+    from airflow_flinkchain.airflow.stream_runs import sql_connections
+    from airflow_flinkchain.runtime.connectors.sql import conn_url_env
+
+    monkeypatch.setenv("AIRFLOW_CONN_SHOP_DB", "postgres://etl:secret@db.example:5432/shop")
+    monkeypatch.delenv(conn_url_env("shop_db"), raising=False)
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    append(log, "p0", [("a", 1, 100), ("a", 2, 2000)])
+    p = StreamPipeline("conn", runtime_mode="streaming", checkpoint_dir=ckpt)
+    p.from_source(PartitionedLog(directory=log), name="log").map(as_row).sink_to(
+        SqlSink("events", conn_id="shop_db"), name="events")
+    with sql_connections(p.plan(), "test"):
+        url = __import__("os").environ[conn_url_env("shop_db")]
+    assert "db.example:5432/shop" in url and "secret" in url
+    assert conn_url_env("shop_db") not in __import__("os").environ
+    with pytest.raises(Exception, match="conn_id='shop_db' is an Airflow connection"):
+        p.execute_local(run_id="r0")  # the URL is missing when publishing: after the commit point
+    assert json.loads((tmp_path / "ckpt" / "_latest.json").read_text())["run_id"] == "r0"
+    monkeypatch.setenv(conn_url_env("shop_db"), f"sqlite:///{tmp_path / 's.db'}")
+    p.execute_local(run_id="r1")  # its begin publishes r0's output first; r1 read nothing new
+    assert table_rows(f"sqlite:///{tmp_path / 's.db'}", "events") == Counter({("a", 1, 100): 1, ("a", 2, 2000): 1})
