@@ -1,24 +1,27 @@
 """Deployment-wide defaults of pipelines, read from Airflow's configuration.
 
-Flink reads `execution.runtime-mode` from its configuration file; here the same default is
-`[flinkchain] runtime_mode` of Airflow's configuration, so that one setting applies to every
-DAG file of a deployment. A pipeline's own `runtime_mode=` or `set_runtime_mode()` wins.
+Flink reads `execution.runtime-mode` and `pipeline.auto-watermark-interval` from its
+configuration file; here the same defaults are `[flinkchain] runtime_mode` and
+`[flinkchain] auto_watermark_interval` of Airflow's configuration, so that one setting applies
+to every DAG file of a deployment. A pipeline's own setting (`runtime_mode=`,
+`set_runtime_mode()`, `get_config().set_auto_watermark_interval()`) wins.
 
-Where the option is looked up, in Airflow's order for one option:
+Where an option is looked up, in Airflow's order for one option:
 
-1. the environment variable `AIRFLOW__FLINKCHAIN__RUNTIME_MODE`;
+1. the environment variable `AIRFLOW__FLINKCHAIN__<OPTION>`, e.g.
+   `AIRFLOW__FLINKCHAIN__RUNTIME_MODE`;
 2. the `[flinkchain]` section of the airflow.cfg Airflow reads: `$AIRFLOW_CONFIG`, else
    `$AIRFLOW_HOME/airflow.cfg`, else `~/airflow/airflow.cfg`;
-3. Flink's default, STREAMING.
+3. Flink's default: STREAMING; 200 ms.
 
 The file is read with `configparser`, without importing Airflow: authoring and planning
 (`api/`) must not import Airflow, and a DAG file is planned by `flinkchain plan` and by tests
 without it. Airflow's `_CMD` and `_SECRET` variants of the option are therefore not read.
 
 Examples:
-    >>> deployment_runtime_mode({"AIRFLOW__FLINKCHAIN__RUNTIME_MODE": "BATCH"})
+    >>> deployment_option(RUNTIME_MODE, {"AIRFLOW__FLINKCHAIN__RUNTIME_MODE": "BATCH"})
     ('BATCH', 'environment variable AIRFLOW__FLINKCHAIN__RUNTIME_MODE')
-    >>> deployment_runtime_mode({"AIRFLOW_CONFIG": "/nonexistent/airflow.cfg"})
+    >>> deployment_option(RUNTIME_MODE, {"AIRFLOW_CONFIG": "/nonexistent/airflow.cfg"})
     (None, "Flink's default")
 """
 
@@ -33,8 +36,8 @@ from typing import Mapping, Optional
 from airflow_flinkchain.graph.errors import PlanningError
 
 SECTION = "flinkchain"
-RUNTIME_MODE_OPTION = "runtime_mode"
-RUNTIME_MODE_ENV = "AIRFLOW__FLINKCHAIN__RUNTIME_MODE"
+RUNTIME_MODE = "runtime_mode"  # Flink's execution.runtime-mode
+AUTO_WATERMARK_INTERVAL = "auto_watermark_interval"  # Flink's pipeline.auto-watermark-interval (ms)
 
 
 def airflow_config_path(environ: Mapping[str, str]) -> Path:
@@ -66,14 +69,15 @@ def config_file_option(option: str, environ: Mapping[str, str]) -> tuple[Optiona
     return _read_option(str(path), (stat.st_mtime_ns, stat.st_size), option), path
 
 
-def deployment_runtime_mode(environ: Optional[Mapping[str, str]] = None) -> tuple[Optional[str], str]:
-    """The deployment's `[flinkchain] runtime_mode` as set (None when unset) and where it was
-    set, for an error message; StreamPipeline parses it (`parse_runtime_mode`)."""
+def deployment_option(option: str, environ: Optional[Mapping[str, str]] = None) -> tuple[Optional[str], str]:
+    """`[flinkchain] option` as the deployment sets it (None when unset) and where it was set,
+    for an error message; StreamPipeline parses the value."""
     environ = os.environ if environ is None else environ
-    value = environ.get(RUNTIME_MODE_ENV)
+    env_name = f"AIRFLOW__{SECTION.upper()}__{option.upper()}"
+    value = environ.get(env_name)
     if value is not None and value.strip():
-        return value.strip(), f"environment variable {RUNTIME_MODE_ENV}"
-    value, path = config_file_option(RUNTIME_MODE_OPTION, environ)
+        return value.strip(), f"environment variable {env_name}"
+    value, path = config_file_option(option, environ)
     if value is not None and value.strip():
-        return value.strip(), f"[{SECTION}] {RUNTIME_MODE_OPTION} in {path}"
+        return value.strip(), f"[{SECTION}] {option} in {path}"
     return None, "Flink's default"

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from airflow_flinkchain.api.datastream import DataStream
 from airflow_flinkchain.api.validation import check_on_error, check_parallelism, check_sink_destinations
-from airflow_flinkchain.deployment_config import deployment_runtime_mode
+from airflow_flinkchain.deployment_config import AUTO_WATERMARK_INTERVAL, RUNTIME_MODE, deployment_option
 from airflow_flinkchain.function_types import HookCallable
 from airflow_flinkchain.graph.builder import build_stream_graph
 from airflow_flinkchain.graph.errors import PlanningError
@@ -55,8 +55,19 @@ def parse_runtime_mode(mode: Any, where: str) -> str:
 def default_runtime_mode() -> str:
     """The mode of a pipeline that names none: the deployment's `[flinkchain] runtime_mode`
     (Flink's `execution.runtime-mode`; see deployment_config), else Flink's default, STREAMING."""
-    value, where = deployment_runtime_mode()
+    value, where = deployment_option(RUNTIME_MODE)
     return DEFAULT_RUNTIME_MODE if value is None else parse_runtime_mode(value, where)
+
+
+def default_auto_watermark_interval() -> int:
+    """The deployment's `[flinkchain] auto_watermark_interval` (Flink's
+    `pipeline.auto-watermark-interval`, ms), else Flink's 200."""
+    value, where = deployment_option(AUTO_WATERMARK_INTERVAL)
+    if value is None:
+        return DEFAULT_AUTO_WATERMARK_INTERVAL
+    if not (value.isascii() and value.isdigit()):
+        raise PlanningError(f"{where}: the auto watermark interval must be an int >= 0 (ms), got {value!r}")
+    return int(value)
 
 
 class ExecutionConfig:
@@ -150,7 +161,7 @@ class StreamPipeline:
                              else parse_runtime_mode(runtime_mode, f"pipeline {name!r}"))
         self.checkpoint_dir = check_checkpoint_dir(checkpoint_dir, self.runtime_mode, name)
         self.allow_non_restored_state = bool(allow_non_restored_state)
-        self.auto_watermark_interval = DEFAULT_AUTO_WATERMARK_INTERVAL
+        self.auto_watermark_interval = default_auto_watermark_interval()
         self.state_backend: StateBackend = HashMapStateBackend()
         self.setup_hooks: list[Callable[..., Any]] = []
         self.dispose_hooks: list[Callable[..., Any]] = []

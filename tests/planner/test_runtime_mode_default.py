@@ -1,6 +1,7 @@
 """The default runtime mode: Flink's STREAMING, or the deployment's `[flinkchain] runtime_mode`
 (environment variable or airflow.cfg, as Flink's `execution.runtime-mode`); a pipeline's own
-mode wins. `flinkchain plan` and the plan document show the mode in force."""
+mode wins. `flinkchain plan` and the plan document show the mode in force. The same for the
+auto watermark interval (Flink's `pipeline.auto-watermark-interval`)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,20 @@ def test_a_bad_deployment_value_names_where_it_was_set(deployment, monkeypatch):
     monkeypatch.delenv(ENV)
     cfg = write_cfg(deployment / "airflow.cfg", "eventually")
     with pytest.raises(PlanningError, match=rf"\[flinkchain\] runtime_mode in {cfg}: runtime mode must be"):
+        StreamPipeline("d")
+
+
+def test_the_auto_watermark_interval_has_a_deployment_default_too(deployment, monkeypatch):
+    """Flink's pipeline.auto-watermark-interval: 0 emits no watermark until the input ends."""
+    assert StreamPipeline("d").get_config().get_auto_watermark_interval() == 200
+    (deployment / "airflow.cfg").write_text("[flinkchain]\nauto_watermark_interval = 0\n")
+    assert StreamPipeline("d").get_config().get_auto_watermark_interval() == 0
+    monkeypatch.setenv("AIRFLOW__FLINKCHAIN__AUTO_WATERMARK_INTERVAL", "50")
+    p = StreamPipeline("d")
+    assert p.get_config().get_auto_watermark_interval() == 50
+    assert p.get_config().set_auto_watermark_interval(0).get_auto_watermark_interval() == 0
+    monkeypatch.setenv("AIRFLOW__FLINKCHAIN__AUTO_WATERMARK_INTERVAL", "-1")
+    with pytest.raises(PlanningError, match="AUTO_WATERMARK_INTERVAL: the auto watermark interval must be an int"):
         StreamPipeline("d")
 
 
