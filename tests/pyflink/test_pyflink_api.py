@@ -273,7 +273,7 @@ def test_function_classes_are_subscriptable_and_dynamic_session_gaps(capsys):
     data.map(lambda x: (x[1], x[0])).key_by(lambda x: x[1]).count_window(2) \
         .apply(Sum(), Types.TUPLE([Types.STRING(), Types.INT()])).print()
     e.execute_local()
-    assert sorted(capsys.readouterr().out.splitlines()) == ["(hi,12)", "(hi,17)", "(hi,3)", "(hi,7)"]
+    assert sorted(capsys.readouterr().out.splitlines()) == ["(hi,17)", "(hi,3)", "(hi,7)"]  # 15 waits for a pair
 
 
 def test_configuration_sets_the_environment():
