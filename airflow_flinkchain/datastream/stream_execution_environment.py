@@ -136,7 +136,8 @@ class StreamExecutionEnvironment(StreamPipeline):
         PyFlink type (a ROW_NAMED gives Rows, FLOAT rounds to float32, ...)."""
         return super().from_collection(collection, output_type=type_info)
 
-    def from_source(self, source: Source, watermark_strategy: Optional[WatermarkStrategy] = None,  # type: ignore[override]
+    def from_source(self, source: Source,  # type: ignore[override]
+                    watermark_strategy: Optional[WatermarkStrategy] = None,
                     source_name: Optional[str] = None, type_info: Any = None) -> DataStream:
         """PyFlink's `from_source(source, watermark_strategy, source_name, type_info=None)`.
         A watermark strategy with a timestamp assigner is applied to the source's records
@@ -162,7 +163,8 @@ class StreamExecutionEnvironment(StreamPipeline):
         return super().from_source(source_func, name=source_name, output_type=type_info)
 
     # -- running -------------------------------------------------------------
-    def execute(self, job_name: Optional[str] = None, spark: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+    def execute(self, job_name: Optional[str] = None,  # type: ignore[override]
+                spark: Any = None, **kwargs: Any) -> Any:
         """Run the job declared since the last execute() on Spark (the active SparkSession,
         else a local one), then start a new job. Returns the run's result
         (`output(name)` of collect sinks, metrics); print() sinks have printed."""
