@@ -33,7 +33,7 @@ N = {records}
 
 
 def pipeline():
-    p = StreamPipeline("bench", parallelism=1)
+    p = StreamPipeline("bench", parallelism=1, runtime_mode="batch")
     s = p.from_collection(range(N)).name("source")
     s = s.map(lambda i: {{"user": f"u{{i % 97}}", "value": i % 13}}).name("parse")
     s = s.filter(lambda r: r["value"] != 5).name("valid")

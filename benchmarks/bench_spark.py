@@ -86,7 +86,7 @@ def build_chain10(path: str, out: str, parallelism: int):
     from airflow_flinkchain.io import ParquetSink, ParquetSource
 
     x = {"x": "int64"}
-    p = StreamPipeline("bench10", parallelism=parallelism)
+    p = StreamPipeline("bench10", parallelism=parallelism, runtime_mode="batch")
     checked = p.from_source(ParquetSource(path), name="src").map(parse).name("parse").filter(valid).name("valid")
     checked.sink_to(ParquetSink(os.path.join(out, "audit"), output_type=x), name="sink_audit")
     routed = checked.process(route, output_tags=[SIDE]).name("route")
@@ -364,7 +364,7 @@ def build_chain_rss(path: str, out: str, parallelism: int, rss_dir: str):
     from airflow_flinkchain import StreamPipeline
     from airflow_flinkchain.io import ParquetSink, ParquetSource
 
-    p = StreamPipeline("bench_scale", parallelism=parallelism)
+    p = StreamPipeline("bench_scale", parallelism=parallelism, runtime_mode="batch")
     (p.from_source(ParquetSource(path), name="src").map(rb.mapper).name("map").filter(rb.keep).name("filter")
      .flat_map(_rss_expand_class()(rss_dir)).name("flat_map")
      .sink_to(ParquetSink(out, output_type={"x": "int64"}), name="sink"))

@@ -50,7 +50,7 @@ def build(kind: str, path: str, out: str, parallelism: int):
     from airflow_flinkchain import StreamPipeline
     from airflow_flinkchain.io import ParquetSink, ParquetSource
 
-    p = StreamPipeline(f"bench_vec_{kind}", parallelism=parallelism)
+    p = StreamPipeline(f"bench_vec_{kind}", parallelism=parallelism, runtime_mode="batch")
     s = p.from_source(ParquetSource(path), name="src")
     if kind == "vectorized":
         s = s.map_batches(map_batch).name("map").filter_batches(keep_batch).name("filter")

@@ -18,7 +18,7 @@ TAG = OutputTag("side")
 
 
 def build(operators: int) -> StreamPipeline:
-    p = StreamPipeline("bench", parallelism=4)
+    p = StreamPipeline("bench", parallelism=4, runtime_mode="batch")
     stream = p.from_collection(range(10)).name("source")
     count = 1
     pending = []

@@ -64,7 +64,7 @@ def build_chain(path: str, out: str, parallelism: int, object_reuse: bool = Fals
     from airflow_flinkchain import StreamPipeline
     from airflow_flinkchain.io import ParquetSink, ParquetSource
 
-    p = StreamPipeline("bench", parallelism=parallelism)
+    p = StreamPipeline("bench", parallelism=parallelism, runtime_mode="batch")
     if object_reuse:  # no defensive copy of dict records between chained operators (Flink's enableObjectReuse)
         p.set_object_reuse(True)
     (p.from_source(ParquetSource(path), name="src").map(mapper).name("map").filter(keep).name("filter")

@@ -59,7 +59,7 @@ def build_job() -> JobGraph:
         StreamNode(4, "next", OperatorKind.MAP, "Next", 1, function=f),
     )
     edges = tuple(StreamEdge(i, i + 1, fwd) for i in range(4))
-    graph = StreamGraph("bench", nodes, edges)
+    graph = StreamGraph("bench", nodes, edges, runtime_mode="batch")
     out = ChainEdge("flat_map__next", "c0", "c1", "flat_map", "next", Partitioner.FORWARD, None, (), edges[3])
     c0 = Chain("c0", 0, (0, 1, 2, 3), "Source -> Map -> Filter -> FlatMap", ("Source", "Map", "Filter", "FlatMap"),
                1, "default", edges[:3], (), ("flat_map__next",))

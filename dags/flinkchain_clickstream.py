@@ -91,7 +91,8 @@ def add_revenue(a, b) -> dict:
 def clickstream_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: int = 2) -> StreamPipeline:
     """The pipeline; output paths are keyed by `{{ run_key }}` (Airflow's run id, path-safe)."""
     out = f"{output_dir}/clickstream/{{{{ run_key }}}}"
-    p = StreamPipeline("clickstream", parallelism=parallelism, conn_id="spark_default",
+    # BATCH: one total per user in the tables (STREAMING, the default, emits a rolling total per event).
+    p = StreamPipeline("clickstream", parallelism=parallelism, runtime_mode="batch", conn_id="spark_default",
                        driver_memory="1g", spark_conf={"spark.sql.session.timeZone": "UTC"})
     p.on_setup(sample_data.ensure_sample_data)
     raw = p.from_source(CsvSource(f"{sample_dir}/clickstream", inferSchema=False), name="clickstream").uid("clickstream")

@@ -59,7 +59,8 @@ def revenue_table(db_url: str) -> SqlSink:
 
 def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: int = 2) -> StreamPipeline:
     out = f"{output_dir}/orders/{{{{ run_key }}}}"
-    p = StreamPipeline("orders", parallelism=parallelism, conn_id="spark_default")
+    # BATCH: one revenue row per region (STREAMING, the default, emits a rolling sum per order).
+    p = StreamPipeline("orders", parallelism=parallelism, runtime_mode="batch", conn_id="spark_default")
     p.on_setup(sample_data.ensure_sample_data)
     orders = p.from_source(JsonLinesSource(f"{sample_dir}/orders"), name="orders").uid("orders")
     valid = orders.map(parse).name("parse").uid("parse").filter(lambda o: o["quantity"] > 0).name("valid").uid("valid")

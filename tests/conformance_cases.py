@@ -97,7 +97,8 @@ def _configure(stream: Any, name: str, opts: dict) -> Any:
 def build_case(case: dict, pipeline_name: Optional[str] = None) -> tuple[StreamPipeline, dict[str, Any]]:
     """The case's pipeline and its stream variables (name → stream or sink)."""
     options = case.get("options", {})
-    p = StreamPipeline(pipeline_name or case.get("name", "case"), parallelism=options.get("parallelism", 1))
+    p = StreamPipeline(pipeline_name or case.get("name", "case"), parallelism=options.get("parallelism", 1),
+                       runtime_mode="batch")  # the cases' outputs are Flink's BATCH outputs
     if options.get("disable_chaining"):
         p.disable_operator_chaining()
     env: dict[str, Any] = {}

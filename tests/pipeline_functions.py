@@ -117,7 +117,7 @@ def side_output_pipeline() -> StreamPipeline:
 def keyed_count_pipeline() -> StreamPipeline:
     """A keyed reduce ("sums") and a KeyedProcessFunction with a running count ("counts") behind
     a HASH exchange."""
-    p = StreamPipeline("keyed", parallelism=2)
+    p = StreamPipeline("keyed", parallelism=2, runtime_mode="batch")
     src = p.from_collection([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]).name("src")
     src.key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1])).name("sum").collect("sums")
     src.key_by(lambda r: r[0]).process(RunningCount()).name("count").collect("counts")

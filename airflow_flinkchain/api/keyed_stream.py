@@ -49,6 +49,9 @@ class KeyedStream(DataStream):
             >>> p = StreamPipeline("doc")
             >>> counts = p.from_collection(["a", "b", "a"]).map(lambda w: (w, 1)).key_by(lambda t: t[0])
             >>> _ = counts.reduce(lambda a, b: (a[0], a[1] + b[1])).collect("counts")
+            >>> sorted(p.execute_local().output("counts"))  # STREAMING (the default): rolling
+            [('a', 1), ('a', 2), ('b', 1)]
+            >>> _ = p.set_runtime_mode("batch")
             >>> sorted(p.execute_local().output("counts"))
             [('a', 2), ('b', 1)]
         """
@@ -127,7 +130,7 @@ class KeyedStream(DataStream):
             >>> s = p.from_collection([("a", 1), ("a", 2), ("b", 5)]).key_by(lambda r: r[0])
             >>> _ = s.sum(1).collect("out")
             >>> sorted(p.execute_local().output("out"))
-            [('a', 3), ('b', 5)]
+            [('a', 1), ('a', 3), ('b', 5)]
         """
         return self._aggregate("sum", position_to_sum)
 

@@ -18,11 +18,13 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from airflow_flinkchain.api.datastream import DataStream
 from airflow_flinkchain.api.validation import check_on_error, check_parallelism, check_sink_destinations, typed_fields
+from airflow_flinkchain.deployment_config import AUTO_WATERMARK_INTERVAL, RUNTIME_MODE, deployment_option
 from airflow_flinkchain.function_types import HookCallable
 from airflow_flinkchain.graph.builder import build_stream_graph
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import (
     DEFAULT_AUTO_WATERMARK_INTERVAL,
+    DEFAULT_RUNTIME_MODE,
     RUNTIME_MODES,
     OperatorKind,
     StreamGraph,
@@ -48,6 +50,24 @@ def parse_runtime_mode(mode: Any, where: str) -> str:
             f"or one of {', '.join(map(repr, RUNTIME_MODES))}, got {mode!r}"
         )
     return value
+
+
+def default_runtime_mode() -> str:
+    """The mode of a pipeline that names none: the deployment's `[flinkchain] runtime_mode`
+    (Flink's `execution.runtime-mode`; see deployment_config), else Flink's default, STREAMING."""
+    value, where = deployment_option(RUNTIME_MODE)
+    return DEFAULT_RUNTIME_MODE if value is None else parse_runtime_mode(value, where)
+
+
+def default_auto_watermark_interval() -> int:
+    """The deployment's `[flinkchain] auto_watermark_interval` (Flink's
+    `pipeline.auto-watermark-interval`, ms), else Flink's 200."""
+    value, where = deployment_option(AUTO_WATERMARK_INTERVAL)
+    if value is None:
+        return DEFAULT_AUTO_WATERMARK_INTERVAL
+    if not (value.isascii() and value.isdigit()):
+        raise PlanningError(f"{where}: the auto watermark interval must be an int >= 0 (ms), got {value!r}")
+    return int(value)
 
 
 class ExecutionConfig:
@@ -111,8 +131,9 @@ class StreamPipeline:
     executor_cores, env_vars, exchange_root, keep_exchange, on_error, ...)
     are kept untouched in `self.settings` for the Airflow layer; `on_error`
     is also the default error policy of every operator. `runtime_mode`
-    ("batch", the default, or "streaming", or a `RuntimeExecutionMode`) is
-    Flink's execution mode (see `set_runtime_mode`). A streaming pipeline with a
+    ("streaming", "batch" or a `RuntimeExecutionMode`) is Flink's execution mode
+    (see `set_runtime_mode`); left out, it is the deployment's `[flinkchain]
+    runtime_mode` (Flink's `execution.runtime-mode`), else STREAMING as in Flink. A streaming pipeline with a
     `checkpoint_dir` runs as stream runs: each run continues where the last one
     stopped (docs/stream-runs.md); `allow_non_restored_state=True` lets a run drop
     the state of operators the pipeline no longer has.
@@ -126,7 +147,7 @@ class StreamPipeline:
     # Stack of lists recording every pipeline created while active (see `recording()`).
     _recorders: list[list["StreamPipeline"]] = []
 
-    def __init__(self, name: str, parallelism: int = 1, runtime_mode: Any = "batch",
+    def __init__(self, name: str, parallelism: int = 1, runtime_mode: Any = None,
                  checkpoint_dir: Optional[str] = None, allow_non_restored_state: bool = False, **settings: Any):
         if not isinstance(name, str) or not name.strip():
             raise PlanningError(f"StreamPipeline needs a non-empty name, got {name!r}")
@@ -136,10 +157,11 @@ class StreamPipeline:
         self.settings: dict[str, Any] = settings
         self.chaining_enabled = True
         self.object_reuse = False
-        self.runtime_mode = parse_runtime_mode(runtime_mode, f"pipeline {name!r}")
+        self.runtime_mode = (default_runtime_mode() if runtime_mode is None
+                             else parse_runtime_mode(runtime_mode, f"pipeline {name!r}"))
         self.checkpoint_dir = check_checkpoint_dir(checkpoint_dir, self.runtime_mode, name)
         self.allow_non_restored_state = bool(allow_non_restored_state)
-        self.auto_watermark_interval = DEFAULT_AUTO_WATERMARK_INTERVAL
+        self.auto_watermark_interval = default_auto_watermark_interval()
         self.state_backend: StateBackend = HashMapStateBackend()
         self.setup_hooks: list[Callable[..., Any]] = []
         self.dispose_hooks: list[Callable[..., Any]] = []
@@ -220,15 +242,15 @@ class StreamPipeline:
         return self
 
     def set_runtime_mode(self, mode: Any) -> "StreamPipeline":
-        """Flink's execution mode: `RuntimeExecutionMode.BATCH` (the default; keyed
-        input processed key by key in timestamp order, timers fire at the end of
-        each key, reduce emits one result per key) or `STREAMING` (watermarks,
-        rolling reduce results); also "batch" / "streaming".
+        """Flink's execution mode: `RuntimeExecutionMode.STREAMING` (Flink's default:
+        watermarks, rolling reduce results) or `BATCH` (keyed input processed key by
+        key in timestamp order, timers fire at the end of each key, reduce emits one
+        result per key); also "streaming" / "batch".
 
         Examples:
             >>> from airflow_flinkchain.common import RuntimeExecutionMode
-            >>> StreamPipeline("doc").set_runtime_mode(RuntimeExecutionMode.STREAMING).runtime_mode
-            'streaming'
+            >>> StreamPipeline("doc").set_runtime_mode(RuntimeExecutionMode.BATCH).runtime_mode
+            'batch'
         """
         self.runtime_mode = parse_runtime_mode(mode, f"pipeline {self.name!r}")
         return self

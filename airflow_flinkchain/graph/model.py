@@ -105,10 +105,10 @@ DEAD_LETTER_TAG_ID = "dead_letter"
 DEFAULT_SLOT_SHARING_GROUP = "default"
 DEFAULT_MAX_PARALLELISM = 128
 
-#: Runtime modes (Flink's RuntimeExecutionMode, lower-cased). BATCH keeps the
-#: outputs of pipelines written before modes existed.
+#: Runtime modes (Flink's RuntimeExecutionMode, lower-cased). The default is Flink's,
+#: STREAMING; a deployment sets its own with `[flinkchain] runtime_mode` (deployment_config).
 RUNTIME_MODES = ("batch", "streaming")
-DEFAULT_RUNTIME_MODE = "batch"
+DEFAULT_RUNTIME_MODE = "streaming"
 #: Flink's default auto-watermark interval (ms); 0 emits no watermark until the end.
 DEFAULT_AUTO_WATERMARK_INTERVAL = 200
 

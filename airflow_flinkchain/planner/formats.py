@@ -5,7 +5,7 @@
 >>> p.from_collection([1, 2]).name("rows").map(str).name("fmt").collect("out")  # doctest: +ELLIPSIS
 <DataStreamSink 'out' ...>
 >>> print(format_text([p.plan()]))
-pipeline 'demo': 2 chains, 1 edge (chaining: flink)
+pipeline 'demo': 2 chains, 1 edge (chaining: flink; runtime mode: STREAMING)
   chains:
     rows  p=1  rows
     fmt   p=2  fmt -> out
@@ -45,7 +45,8 @@ def format_text(plans: Sequence[JobGraph]) -> str:
     for plan in plans:
         lines = [
             f"pipeline {plan.pipeline!r}: {_plural(len(plan.chains), 'chain')}, "
-            f"{_plural(len(plan.edges), 'edge')} (chaining: {plan.strategy})",
+            f"{_plural(len(plan.edges), 'edge')} (chaining: {plan.strategy}; "
+            f"runtime mode: {plan.stream_graph.runtime_mode.upper()})",
             "  chains:",
         ]
         width = max((len(c.id) for c in plan.chains), default=0)

@@ -98,7 +98,7 @@ class JobGraph:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description (no functions). Schema:
-        {"pipeline", "strategy", "object_reuse",
+        {"pipeline", "strategy", "runtime_mode" ("streaming" | "batch"), "object_reuse",
          "chains": [{"id", "name", "parallelism", "slot_sharing_group",
                      "in_edges", "out_edges",
                      "operators": [{"id", "key", "name", "uid", "kind",
@@ -124,6 +124,7 @@ class JobGraph:
         return {
             "pipeline": self.pipeline,
             "strategy": self.strategy,
+            "runtime_mode": g.runtime_mode,
             "object_reuse": g.object_reuse,
             "chains": [
                 {

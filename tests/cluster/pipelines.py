@@ -17,7 +17,7 @@ def word_counts(name: str = "cluster_words", n: int = 200, parallelism: int = 2)
     vocabulary = ["flink", "spark", "airflow", "chain", "operator"]
     weight = 3  # captured by the map below
 
-    p = StreamPipeline(name, parallelism=parallelism)
+    p = StreamPipeline(name, parallelism=parallelism, runtime_mode="batch")  # one total per word
 
     def route(value, ctx):
         if value[1] % 2:

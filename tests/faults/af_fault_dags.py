@@ -52,7 +52,7 @@ class KillSparkSubmitOnce(MapFunction):
 
 
 def kill_pipeline(output_dir: str, db_url: str, name: str = "killed") -> StreamPipeline:
-    p = StreamPipeline(name, parallelism=2)
+    p = StreamPipeline(name, parallelism=2, runtime_mode="batch")  # totals per key
     rows = p.from_collection([{"n": i, "tag": f"t{i % 4}"} for i in range(300)]).name("numbers") \
         .rebalance().map(lambda r: {**r, "sq": r["n"] * r["n"]}).name("work")
     out = os.path.join(output_dir, name, "{{ run_key }}")
@@ -72,7 +72,7 @@ with DAG("af_fault_kill", schedule=None, start_date=START, catchup=False, defaul
 
 
 def conc_pipeline(name: str, factor: int) -> StreamPipeline:
-    p = StreamPipeline(name, parallelism=2)
+    p = StreamPipeline(name, parallelism=2, runtime_mode="batch")  # totals per key
     s = p.from_collection(range(100)).name("numbers").map(lambda x: {"v": x * factor}).name("scale")
     s.sink_to(SqlSink("conc_rows", url=sample_data.sqlite_url()), name="rows")
     s.key_by(lambda r: r["v"] % 5).reduce(lambda a, b: {"v": a["v"] + b["v"]}).name("sum").sink_to(

@@ -45,7 +45,8 @@ def dead_letter(n, op, error_type="ValueError"):
 
 
 def build(kind, policy_on="operator", policy="dead_letter", tmp=None):
-    p = StreamPipeline(f"bad_{kind}", parallelism=2, **({"on_error": policy} if policy_on == "pipeline" else {}))
+    p = StreamPipeline(f"bad_{kind}", parallelism=2, runtime_mode="batch",  # reduce: one result per key
+                       **({"on_error": policy} if policy_on == "pipeline" else {}))
     own = {"on_error": policy} if policy_on == "operator" else {}
     s = p.from_collection(NUMBERS).name("numbers")
     if kind == "map":

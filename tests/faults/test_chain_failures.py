@@ -32,7 +32,7 @@ def probe_pipeline(tmp, fail_at=None, fail_in=None, trigger=None) -> StreamPipel
     logs = tmp / "logs"
     logs.mkdir(exist_ok=True)
     out = tmp / "out"
-    p = StreamPipeline("faults_chain", parallelism=2)
+    p = StreamPipeline("faults_chain", parallelism=2, runtime_mode="batch")
     s = p.from_collection([{"n": i} for i in range(N)]).name("numbers").rebalance()
     for name in OPS:
         s = s.map(Probe(name, str(logs), fail_in if name == fail_at else None, trigger=trigger)).name(name)

@@ -209,7 +209,7 @@ def test_concurrent_runs_and_pipelines_share_root_and_store(spark, tmp_path):
     db = f"sqlite:///{tmp_path / 'shared.db'}"
 
     def pipeline(name, factor):
-        p = StreamPipeline(name, parallelism=2)
+        p = StreamPipeline(name, parallelism=2, runtime_mode="batch")
         s = p.from_collection(range(200)).name("numbers").rebalance().map(lambda x: {"v": x * factor}).name("scale")
         s.key_by(lambda r: r["v"] % 7).reduce(lambda a, b: {"v": a["v"] + b["v"]}).name("sum").collect("sums")
         s.sink_to(ParquetSink(str(tmp_path / "out" / name / "{{ run_id }}")), name="files")

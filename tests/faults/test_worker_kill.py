@@ -44,7 +44,7 @@ class KillWorkerOnce(MapFunction):
 
 
 def pipeline(tmp, marker):
-    p = StreamPipeline("worker_kill", parallelism=2)
+    p = StreamPipeline("worker_kill", parallelism=2, runtime_mode="batch")
     rows = p.from_collection([{"n": i} for i in range(200)]).name("numbers").rebalance() \
         .map(lambda r: {"n": r["n"], "sq": r["n"] ** 2}).name("work")
     rows.sink_to(ParquetSink(str(tmp / "out" / "{{ run_id }}")), name="files")

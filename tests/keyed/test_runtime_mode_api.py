@@ -14,9 +14,9 @@ def _graph(p):
     return p.stream_graph()
 
 
-def test_default_is_batch_with_flinks_watermark_interval():
+def test_default_is_flinks_streaming_with_flinks_watermark_interval():
     g = _graph(StreamPipeline("p"))
-    assert (g.runtime_mode, g.auto_watermark_interval) == ("batch", 200)
+    assert (g.runtime_mode, g.auto_watermark_interval) == ("streaming", 200)
 
 
 @pytest.mark.parametrize("mode,expected", [(RuntimeExecutionMode.STREAMING, "streaming"),

@@ -297,7 +297,7 @@ def test_running_locally_imports_neither_spark_nor_airflow():
         import sys
         from airflow_flinkchain import StreamPipeline
         from airflow_flinkchain.testing import TestingSink, TestingSource
-        p = StreamPipeline("no_spark", parallelism=2)
+        p = StreamPipeline("no_spark", parallelism=2, runtime_mode="batch")
         out = TestingSink()
         p.from_source(TestingSource(range(4))).rebalance().map(lambda x: x + 1).key_by(lambda x: x % 2) \\
             .reduce(lambda a, b: a + b).sink_to(out)

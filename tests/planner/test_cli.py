@@ -24,7 +24,7 @@ def run(capsys, *args):
 def test_text_two_pipelines_and_planning_warning(capsys):
     code, out, err = run(capsys, DAGS / "two_pipelines.py")
     assert code == 0
-    assert out.startswith("pipeline 'first': 1 chain, 0 edges (chaining: flink)\n")
+    assert out.startswith("pipeline 'first': 1 chain, 0 edges (chaining: flink; runtime mode: STREAMING)\n")
     assert "    rows  p=1  rows -> fmt -> out" in out
     assert "pipeline 'second': 4 chains, 2 edges" in out
     assert "rows -> say_hi  REBALANCE  rows => say \"hi\"" in out
@@ -54,7 +54,7 @@ def test_mermaid(capsys):
 
 def test_no_chaining_strategy(capsys):
     code, out, _ = run(capsys, DAGS / "two_pipelines.py", "--strategy", "none")
-    assert code == 0 and "pipeline 'first': 3 chains, 2 edges (chaining: none)" in out
+    assert code == 0 and "pipeline 'first': 3 chains, 2 edges (chaining: none; runtime mode: STREAMING)" in out
 
 
 def test_bad_pipeline_exits_1_with_planner_message(capsys):
@@ -91,7 +91,7 @@ def test_console_script_on_a_real_dag_file_without_global_pipeline(orders_cli_ru
     out = orders_cli_run
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[:4] == [
-        "pipeline 'orders': 3 chains, 2 edges (chaining: flink)",
+        "pipeline 'orders': 3 chains, 2 edges (chaining: flink; runtime mode: STREAMING)",
         "  chains:",
         "    orders  p=1  orders",
         "    parse   p=2  parse -> valid -> flag_late -> (alert -> alerts, audit -> big_orders)",

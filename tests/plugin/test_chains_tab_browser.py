@@ -138,12 +138,14 @@ def test_the_run_follows_the_address_and_choosing_one_changes_it(stack, users):
 
 
 def test_times_layout_and_source_sink_links(stack, users):
-    """Operator times below a millisecond in µs, chain durations with their fraction of a
-    second, the graph inside the frame (the frame is the only scrolling box), and the
-    sources and sinks with their links, which land on the Airflow page they name."""
+    """The plan's chaining and runtime mode above the graph; operator times below a
+    millisecond in µs, chain durations with their fraction of a second, the graph inside the
+    frame (the frame is the only scrolling box), and the sources and sinks with their links, which land on the Airflow page they name."""
     with signed_in(stack, users["alice"]) as browser:
         browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}")
         wait_for_tab(browser, RUNS[1])
+        info = browser.eval(f"{DOC}.getElementById('plan-info').innerText")
+        assert info.endswith("chaining: flink · runtime mode: BATCH"), info  # the plan's mode in force
         sink = browser.eval(f"{DOC}.querySelector('#chain-write_rejects').innerText")
         assert "62.5 µs" in sink and "2.25 s" in sink, sink
         assert "0 ms" not in sink

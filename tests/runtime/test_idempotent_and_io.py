@@ -146,7 +146,7 @@ def test_flink_conformance_outputs(spark, case):
 def test_names_over_the_file_system_limit_get_short_stable_paths(spark, tmp_path):
     """Operator names, collect() names and run ids longer than a file name may be
     (255 bytes) run: their path segments are shortened with a hash, all under the root."""
-    p = StreamPipeline("long", parallelism=2)
+    p = StreamPipeline("long", parallelism=2, runtime_mode="batch")
     (p.from_collection([1, 2, 3, 4]).map(lambda x: x * 10).name("m" * 300)
      .key_by(lambda x: x % 2).reduce(lambda a, b: a + b).name("r" * 300)
      .collect("c" * 300))

@@ -66,7 +66,7 @@ def test_keyed_reduce_and_state_across_hash_exchange(spark):
 
 
 def test_keyed_map_state_and_equal_keys_of_mixed_types_across_hash_exchange(spark):
-    p = StreamPipeline("keyed_fidelity", parallelism=2)
+    p = StreamPipeline("keyed_fidelity", parallelism=2, runtime_mode="batch")
     src = p.from_collection([("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]).name("src")
     src.key_by(lambda r: r[0]).map(CountPerKey()).name("count").collect("counts")
     mixed = [(k, 1) for i in range(10) for k in (i, np.int64(i), Decimal(i))]  # equal keys, three types
@@ -83,7 +83,7 @@ def region(order):
 
 def test_failing_key_selector_follows_the_keyed_operator_policy_across_hash_exchange(spark):
     orders = [{"region": "eu", "n": 1}, {"n": 2}, {"region": "us", "n": 3}, {"region": "eu", "n": 4}]
-    p = StreamPipeline("key_errors", parallelism=2)
+    p = StreamPipeline("key_errors", parallelism=2, runtime_mode="batch")
     total = (p.from_collection(orders).name("src").map(dict).name("copy").key_by(region)
              .reduce(lambda a, b: {**a, "n": a["n"] + b["n"]}).name("total").on_error("dead_letter"))
     total.collect("totals")

@@ -7,6 +7,7 @@ import copy
 PLAN = {
     "pipeline": "orders",
     "strategy": "flink",
+    "runtime_mode": "batch",
     "object_reuse": False,
     "chains": [
         {"id": "read_orders", "name": "read_orders -> parse -> valid", "parallelism": 2,

@@ -123,7 +123,8 @@ def test_bounded_source_is_read_in_the_first_run_only(tmp_path):
 
 def test_checkpoint_dir_needs_streaming_and_no_template(tmp_path):
     with pytest.raises(PlanningError, match="runtime_mode='streaming'"):
-        StreamPipeline("p", checkpoint_dir=str(tmp_path))
+        StreamPipeline("p", runtime_mode="batch", checkpoint_dir=str(tmp_path))
+    assert StreamPipeline("p", checkpoint_dir=str(tmp_path)).runtime_mode == "streaming"  # the default
     with pytest.raises(PlanningError, match="is a template"):
         StreamPipeline("p", runtime_mode="streaming", checkpoint_dir=str(tmp_path / "{{ ds }}"))
     p = StreamPipeline("p", runtime_mode="streaming")

@@ -292,7 +292,8 @@
     shown = { plan, run, runId };
     document.getElementById("plan-info").textContent =
       `${plan.chains.length} chains · ${plan.chains.reduce((s, c) => s + c.operators.length, 0)} operators · ` +
-      `chaining: ${plan.strategy}`;
+      `chaining: ${plan.strategy}` +
+      (plan.runtime_mode ? ` · runtime mode: ${plan.runtime_mode.toUpperCase()}` : "");
     const byChain = new Map((run?.chains || []).map((c) => [c.chain_id, c]));
     graph.replaceChildren(...columnsOf(plan).map((column) =>
       el("div", { class: "column" }, column.map((chain) => chainBox(chain, plan, byChain.get(chain.id))))));
