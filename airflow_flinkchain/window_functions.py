@@ -6,9 +6,16 @@ output. Results carry the window's `max_timestamp()`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Generic, Iterable, Optional, TypeVar
 
 from airflow_flinkchain.functions import Function, OutputTag, ReduceFunction  # noqa: F401  (ReduceFunction re-exported)
+
+# Type parameters, as PyFlink's: `class Count(ProcessWindowFunction[tuple, tuple, str, TimeWindow])`.
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
+W = TypeVar("W")
+W2 = TypeVar("W2")
 
 
 class AggregateFunction(Function):
@@ -46,7 +53,7 @@ class KeyedStateStore:
         raise NotImplementedError
 
 
-class _WindowContext:
+class _WindowContext(Generic[W2]):
     def window(self) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -66,11 +73,11 @@ class _WindowContext:
         raise NotImplementedError
 
 
-class ProcessWindowFunction(Function):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """`process(key, context, elements)` per window firing; `clear(context)` when the window is
     purged at its cleanup time (per-window state lives until then)."""
 
-    class Context(_WindowContext):
+    class Context(_WindowContext[W2]):
         pass
 
     def process(self, key: Any, context: "ProcessWindowFunction.Context", elements: Iterable[Any]) -> Optional[Iterable[Any]]:
@@ -80,10 +87,10 @@ class ProcessWindowFunction(Function):
         pass
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     """`process(context, elements)` for `window_all`."""
 
-    class Context(_WindowContext):
+    class Context(_WindowContext[W2]):
         pass
 
     def process(self, context: "ProcessAllWindowFunction.Context", elements: Iterable[Any]) -> Optional[Iterable[Any]]:
@@ -93,11 +100,11 @@ class ProcessAllWindowFunction(Function):
         pass
 
 
-class WindowFunction(Function):
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Optional[Iterable[Any]]:
         raise NotImplementedError
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     def apply(self, window: Any, inputs: Iterable[Any]) -> Optional[Iterable[Any]]:
         raise NotImplementedError

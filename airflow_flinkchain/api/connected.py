@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from airflow_flinkchain.api.validation import check_on_error, declared_tags
-from airflow_flinkchain.common import to_output_type
+from airflow_flinkchain.api.validation import check_on_error, declared_tags, typed_fields
 from airflow_flinkchain.functions import OutputTag
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner, TwoInputSpec
@@ -65,7 +64,7 @@ def add_two_input(first: "DataStream", second_t: Transformation, kind: OperatorK
 
     t = first._pipeline._add_operator(
         kind, name, (first._t, second_t), function=fn, key_selector=key_selector, two_input=spec,
-        output_type=to_output_type(output_type) if output_type is not None else None,
+        **typed_fields(output_type, f"operator {name!r}"),
         on_error=check_on_error(on_error, None), declared_output_tags=declared_tags(fn, output_tags),
     )
     return DataStream(first._pipeline, t)

@@ -1,4 +1,5 @@
-"""DataStream, KeyedStream, SplitStream and DataStreamSink (PyFlink names).
+"""DataStream (PyFlink names); KeyedStream, SplitStream and DataStreamSink live in their
+own modules and are offered here too.
 
 Every method records a transformation on the pipeline and returns a new
 stream; operator settings (`name`, `uid`, `set_parallelism`, ...) apply to
@@ -15,16 +16,19 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Self
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from airflow_flinkchain.api.aggregations import AggregationFunction
+from airflow_flinkchain.api.batches import BatchOperators
+from airflow_flinkchain.api.operator_settings import OperatorSettings
+from airflow_flinkchain.api.partitioning import StreamPartitioning
 from airflow_flinkchain.api.validation import (
     check_dead_letter_policy,
     check_function,
     check_on_error,
-    check_parallelism,
     declared_tags,
     tag_id,
+    typed_fields,
 )
 from airflow_flinkchain.function_types import (
     FilterLike,
@@ -32,14 +36,11 @@ from airflow_flinkchain.function_types import (
     KeySelectorLike,
     MapLike,
     OutputSelectorLike,
-    PartitionerLike,
     ProcessLike,
-    ReduceLike,
 )
-from airflow_flinkchain.common import to_output_type
 from airflow_flinkchain.functions import DEAD_LETTER_TAG, OutputTag
-from airflow_flinkchain.graph.errors import PlanningError
-from airflow_flinkchain.graph.model import ChainingStrategy, OperatorKind, Partitioner
+from airflow_flinkchain.graph.errors import PlanningError, UnsupportedFeatureError
+from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.graph.transformations import (
     OperatorTransformation,
     PartitionTransformation,
@@ -49,174 +50,32 @@ from airflow_flinkchain.graph.transformations import (
     UnionTransformation,
     virtual_label,
 )
-from airflow_flinkchain.io.sinks import CollectSink, Sink
+from airflow_flinkchain.common.typeinfo import TypeInformation
+from airflow_flinkchain.io.sinks import CollectSink, PrintSink, RowFormatFileSink, Sink
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow_flinkchain.api.pipeline import StreamPipeline
     from airflow_flinkchain.api.connected import BroadcastConnectedStream, BroadcastStream, ConnectedStreams
-    from airflow_flinkchain.api.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
-    from airflow_flinkchain.api.windowed import AllWindowedStream, WindowedStream
-
-
-class _OperatorSettings:
-    """Settings of the operator behind a stream or a sink (all return self)."""
-
-    _pipeline: "StreamPipeline"
-    _t: Transformation
-
-    def _op(self, method: str) -> OperatorTransformation:
-        if isinstance(self._t, OperatorTransformation):
-            return self._t
-        raise PlanningError(
-            f"{method}() applies to an operator, but this stream is the result of "
-            f"{virtual_label(self._t)}, which is not an operator. Call {method}() on the operator "
-            "before it, or on the operator that consumes it."
-        )
-
-    def name(self, name: str) -> Self:
-        """Name the operator (Flink's `name`): shown in chains, the UI and errors; without
-        a `uid`, its slug is the operator's key and, for a chain head, the Airflow task id.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1]).name("numbers").map(str).name("as_text").collect("out")
-            >>> [c.name for c in p.plan().chains]
-            ['numbers -> as_text -> out']
-        """
-        if not isinstance(name, str) or not name.strip():
-            raise PlanningError(f"name() needs a non-empty string, got {name!r}")
-        self._op("name").name = name
-        return self
-
-    def uid(self, uid: str) -> Self:
-        """A stable id (Flink's `uid`): the operator's key, and its chain's task id when
-        it heads a chain, kept while the pipeline around it changes.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1]).uid("numbers-v1").collect("out")
-            >>> [c.id for c in p.plan().chains]
-            ['numbers-v1']
-        """
-        if not isinstance(uid, str) or not uid.strip():
-            raise PlanningError(f"operator {self._op('uid').name!r}: uid() needs a non-empty string, got {uid!r}")
-        self._op("uid").uid = uid
-        return self
-
-    def set_parallelism(self, parallelism: int) -> Self:
-        """Parallel subtasks of this operator (default: the pipeline's). A change of
-        parallelism between two operators ends a chain (REBALANCE edge).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).map(str).set_parallelism(4).collect("out")
-            >>> [(c.name, c.parallelism) for c in p.plan().chains]
-            [('Collection Source', 1), ('Map', 4), ('out', 2)]
-        """
-        op = self._op("set_parallelism")
-        check_parallelism(parallelism, "parallelism", op.name)
-        if op.non_parallel and parallelism != 1:
-            raise PlanningError(
-                (f"operator {op.name!r} is a non-parallel source: its parallelism must be 1, got "
-                 f"{parallelism}. Use a parallel source (from_source) or rebalance() after it."
-                 if op.kind is OperatorKind.SOURCE else
-                 f"operator {op.name!r} is a window_all: its parallelism must be 1, got {parallelism}. "
-                 "Use key_by(...).window(...) for parallel windows."),
-                operator=op.name,
-            )
-        op.parallelism = parallelism
-        return self
-
-    def set_max_parallelism(self, max_parallelism: int) -> Self:
-        """Number of key groups of a keyed operator (Flink's max parallelism).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> s = p.from_collection([1]).key_by(lambda x: x).reduce(max).set_max_parallelism(256)
-        """
-        op = self._op("set_max_parallelism")
-        op.max_parallelism = check_parallelism(max_parallelism, "max parallelism", op.name)
-        return self
-
-    def start_new_chain(self) -> Self:
-        """Start a new chain at this operator (Flink's HEAD chaining strategy).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1]).map(str).start_new_chain().collect("out")
-            >>> [c.name for c in p.plan().chains]
-            ['Collection Source', 'Map -> out']
-        """
-        self._op("start_new_chain").chaining_strategy = ChainingStrategy.HEAD
-        return self
-
-    def disable_chaining(self) -> Self:
-        """Keep this operator alone in its chain (Flink's NEVER chaining strategy).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1]).map(str).disable_chaining().collect("out")
-            >>> [c.name for c in p.plan().chains]
-            ['Collection Source', 'Map', 'out']
-        """
-        self._op("disable_chaining").chaining_strategy = ChainingStrategy.NEVER
-        return self
-
-    def slot_sharing_group(self, group: str) -> Self:
-        """Operators in different slot sharing groups never share a chain; operators
-        without one inherit their inputs' group (or `"default"`).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1]).map(str).slot_sharing_group("heavy").collect("out")
-            >>> [c.name for c in p.plan().chains]
-            ['Collection Source', 'Map -> out']
-        """
-        op = self._op("slot_sharing_group")
-        if not isinstance(group, str) or not group:
-            raise PlanningError(f"operator {op.name!r}: slot_sharing_group() needs a name, got {group!r}")
-        op.slot_sharing_group = group
-        return self
-
-    def set_spark_settings(self, **settings: Any) -> Self:
-        """Per-operator Spark settings (e.g. executor_memory) for its chain's task;
-        they override the pipeline's, and a chain takes the largest memory request.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> s = p.from_collection([1]).map(str).set_spark_settings(executor_memory="8g")
-        """
-        self._op("set_spark_settings").settings.update(settings)
-        return self
-
-    def on_error(self, policy: str) -> Self:
-        """What happens to a record the function fails on: `"fail"` (the default),
-        `"dead_letter"` (to `dead_letters()`) or `"skip"`; overrides the pipeline's.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> parsed = p.from_collection(["1", "x"]).map(int).on_error("dead_letter")
-            >>> _ = parsed.dead_letters().collect("bad")
-        """
-        op = self._op("on_error")
-        op.on_error = check_on_error(policy, op.name)
-        return self
+    from airflow_flinkchain.api.joins import CoGroupedStreams, JoinedStreams
+    from airflow_flinkchain.api.windowed import AllWindowedStream
 
 
 #: KeyedStream methods a plain DataStream lacks (as in PyFlink): a clear error instead of a bare AttributeError.
 _KEYED_ONLY = frozenset({"reduce", "window", "count_window", "interval_join"})
 
 
-class DataStream(_OperatorSettings):
+#: PyFlink DataStream methods this project does not offer, with what to use instead.
+_PYFLINK_UNSUPPORTED = {
+    "add_sink": "Use sink_to() with a sink of airflow_flinkchain.io.sinks or "
+                "airflow_flinkchain.datastream.connectors.file_system.",
+    "execute_and_collect": "Use collect(name) and execute().output(name).",
+    "cache": "", "project": "Use map().", "force_non_parallel": "Use set_parallelism(1).",
+    "set_buffer_timeout": "", "set_description": "Use name().", "set_uid_hash": "Use uid().",
+    "get_execution_environment": "", "get_execution_config": "",
+}
+
+
+class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
     """A stream of records; created by `StreamPipeline.from_*` and by operators.
 
     Each method records an operator and returns the new stream; nothing runs
@@ -251,6 +110,8 @@ class DataStream(_OperatorSettings):
                 f"{type(self).__name__} has no {attr}(): {attr}() applies to a KeyedStream, and the stream of "
                 f"{what} is not keyed. Call key_by(key_selector) first: .key_by(...).{attr}(...)"
             )
+        if attr in _PYFLINK_UNSUPPORTED:
+            raise UnsupportedFeatureError(f"DataStream.{attr}()", _PYFLINK_UNSUPPORTED[attr])
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
 
     # -- operators ---------------------------------------------------------
@@ -259,8 +120,8 @@ class DataStream(_OperatorSettings):
 
     def _add(self, kind: OperatorKind, default_name: str, fn: Any, **fields: Any) -> "DataStream":
         on_error = check_on_error(fields.pop("on_error", None), None)
-        if fields.get("output_type") is not None:
-            fields["output_type"] = to_output_type(fields["output_type"])  # PyFlink's Types as well
+        columnar = kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES)
+        fields.update(typed_fields(fields.pop("output_type", None), f"operator {default_name!r}", columnar))
         t = self._pipeline._add_operator(
             kind, default_name, (self._t,), function=fn, key_selector=self._key_selector(), on_error=on_error, **fields
         )
@@ -299,63 +160,6 @@ class DataStream(_OperatorSettings):
         """
         check_function(func, "filter", "filter")
         return self._add(OperatorKind.FILTER, "Filter", func, on_error=on_error)
-
-    def map_batches(
-        self,
-        func: Any,
-        batch_format: str = "pyarrow",
-        batch_size: Optional[int] = None,
-        output_type: Any = None,
-        on_error: Optional[str] = None,
-        output_tags: Optional[Iterable[OutputTag]] = None,
-    ) -> "DataStream":
-        """A vectorized map (Ray Data's `map_batches`, Flink's pandas UDFs): `func(batch)`
-        gets many records as one `pyarrow.RecordBatch` (or `pandas.DataFrame` with
-        `batch_format="pandas"`) and returns a batch, or yields several; a yielded
-        `(OutputTag, batch)` goes to that side output. At most `batch_size` rows per call.
-        `output_type` declares (and casts to) the output columns. Chains like map();
-        see docs/vectorized.md for timestamps, dead letters and when to use it.
-
-        Examples:
-            >>> import pyarrow.compute as pc
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> tripled = p.from_collection([{"x": 1}, {"x": 2}]).map_batches(
-            ...     lambda b: b.set_column(0, "x", pc.multiply(b["x"], 3)))
-            >>> _ = tripled.collect("out")
-            >>> p.execute_local().output("out")
-            [{'x': 3}, {'x': 6}]
-        """
-        from airflow_flinkchain.api.batches import batch_function
-
-        spec, tags = batch_function(self, OperatorKind.MAP_BATCHES, func, batch_format, batch_size, output_tags)
-        return self._add(OperatorKind.MAP_BATCHES, "MapBatches", spec, output_type=output_type, on_error=on_error,
-                         declared_output_tags=tags)
-
-    def filter_batches(
-        self,
-        func: Any,
-        batch_format: str = "pyarrow",
-        batch_size: Optional[int] = None,
-        on_error: Optional[str] = None,
-    ) -> "DataStream":
-        """A vectorized filter: `func(batch)` returns a boolean mask (pyarrow, numpy or
-        pandas, one entry per row); rows where it is true are kept (null: dropped).
-
-        Examples:
-            >>> import pyarrow.compute as pc
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> evens = p.from_collection([{"x": 1}, {"x": 2}]).filter_batches(
-            ...     lambda b: pc.equal(pc.bit_wise_and(b["x"], 1), 0))
-            >>> _ = evens.collect("out")
-            >>> p.execute_local().output("out")
-            [{'x': 2}]
-        """
-        from airflow_flinkchain.api.batches import batch_function
-
-        spec, _ = batch_function(self, OperatorKind.FILTER_BATCHES, func, batch_format, batch_size, None)
-        return self._add(OperatorKind.FILTER_BATCHES, "FilterBatches", spec, on_error=on_error)
 
     def process(
         self,
@@ -433,9 +237,11 @@ class DataStream(_OperatorSettings):
 
         return AllWindowedStream(self.key_by(null_key), window_assigner)
 
-    def key_by(self, key_selector: KeySelectorLike) -> "KeyedStream":
+    def key_by(self, key_selector: KeySelectorLike, key_type: Any = None) -> "KeyedStream":
         """Partition by key (HASH edge): records with one key reach one subtask, where
-        keyed operators (reduce, keyed process, state) see one key at a time.
+        keyed operators (reduce, keyed process, state) see one key at a time. `key_type`
+        (PyFlink's key TypeInformation) is accepted: keys are Python values of any
+        hashable type here, assigned to subtasks by their stable hash.
 
         Examples:
             >>> from airflow_flinkchain import StreamPipeline
@@ -446,6 +252,9 @@ class DataStream(_OperatorSettings):
             ['HASH']
         """
         check_function(key_selector, "get_key", "key_by")
+        if key_type is not None and not isinstance(key_type, TypeInformation):
+            raise PlanningError(f"key_by(): key_type must be a PyFlink TypeInformation (Types.STRING(), ...), "
+                                f"got {key_type!r}")
         selector = key_selector.get_key if hasattr(key_selector, "get_key") else key_selector
         t = self._pipeline._add_virtual(PartitionTransformation, (self._t,), partitioner=Partitioner.HASH,
                                         key_selector=selector)
@@ -598,70 +407,6 @@ class DataStream(_OperatorSettings):
         t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=DEAD_LETTER_TAG.tag_id)
         return DataStream(self._pipeline, t)
 
-    # -- partitioning ------------------------------------------------------
-    def _partition(self, kind: Partitioner, **fields: Any) -> "DataStream":
-        t = self._pipeline._add_virtual(PartitionTransformation, (self._t,), partitioner=kind, **fields)
-        return DataStream(self._pipeline, t)
-
-    def forward(self) -> "DataStream":
-        """Send each record to the downstream subtask of the same index (equal parallelism only);
-        the edge chains.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).forward().map(str).collect("out")
-        """
-        return self._partition(Partitioner.FORWARD)
-
-    def rebalance(self) -> "DataStream":
-        """Round robin over the downstream subtasks.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).rebalance().map(str).collect("out")
-        """
-        return self._partition(Partitioner.REBALANCE)
-
-    def rescale(self) -> "DataStream":
-        """Round robin within the downstream range this subtask feeds under Flink's POINTWISE
-        distribution (2 → 3: subtask 0 feeds {0, 1}, subtask 1 feeds {2}).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).rescale().map(str).collect("out")
-        """
-        return self._partition(Partitioner.RESCALE)
-
-    def shuffle(self) -> "DataStream":
-        """A random downstream subtask per record (seeded per subtask: the same in every attempt).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).shuffle().map(str).collect("out")
-        """
-        return self._partition(Partitioner.SHUFFLE)
-
-    def broadcast(self, *broadcast_state_descriptors: Any) -> "DataStream | BroadcastStream":
-        """Every record to every downstream subtask. With MapStateDescriptors, a
-        `BroadcastStream` instead: connect another stream to it
-        (`stream.connect(broadcast_stream).process(...)`) to read its records as
-        broadcast state.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).broadcast().map(str).collect("out")
-        """
-        if broadcast_state_descriptors:
-            from airflow_flinkchain.api.connected import broadcast_stream
-
-            return broadcast_stream(self, broadcast_state_descriptors)
-        return self._partition(Partitioner.BROADCAST)
-
     def connect(self, other: "DataStream | BroadcastStream") -> "ConnectedStreams | BroadcastConnectedStream":
         """Pair this stream (input 1) with `other` (input 2) for a two-input operator:
         `ConnectedStreams` (map / flat_map / process / key_by), or with a BroadcastStream
@@ -680,32 +425,6 @@ class DataStream(_OperatorSettings):
             return BroadcastConnectedStream(self, other)
         return ConnectedStreams(self, other)
 
-    def global_(self) -> "DataStream":
-        """Every record to downstream subtask 0 (Flink's `global`).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> _ = p.from_collection([1]).global_().map(str).collect("out")
-        """
-        return self._partition(Partitioner.GLOBAL)
-
-    def partition_custom(self, partitioner: PartitionerLike, key_selector: KeySelectorLike) -> "DataStream":
-        """`partitioner(key, num_partitions) -> channel` (or a Partitioner instance) on
-        the key `key_selector(record)`.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc", parallelism=2)
-            >>> s = p.from_collection(range(4)).partition_custom(lambda k, n: k % n, lambda x: x)
-            >>> _ = s.map(str).collect("out")
-        """
-        check_function(partitioner, "partition", "partition_custom")
-        check_function(key_selector, "get_key", "partition_custom")
-        part = partitioner.partition if hasattr(partitioner, "partition") else partitioner
-        key = key_selector.get_key if hasattr(key_selector, "get_key") else key_selector
-        return self._partition(Partitioner.CUSTOM, key_selector=key, custom_partitioner=part)
-
     # -- sinks -------------------------------------------------------------
     def sink_to(self, sink: Sink, name: Optional[str] = None) -> "DataStreamSink":
         """Write the stream to a sink (`airflow_flinkchain.io.sinks`); named `name`, else
@@ -722,6 +441,8 @@ class DataStream(_OperatorSettings):
                                 f"{sink.__name__}(...) with its settings")
         if not isinstance(sink, Sink):
             raise PlanningError(f"sink_to() needs a Sink descriptor (see airflow_flinkchain.io.sinks), got {sink!r}")
+        if isinstance(sink, RowFormatFileSink) and sink.type_info is None:
+            sink = dataclasses.replace(sink, type_info=self._type_info())  # lines as print() shows the records
         if name is None:
             name = sink.name if isinstance(sink, CollectSink) else f"Sink: {type(sink).__name__}"
         t = self._pipeline._add_operator(
@@ -729,6 +450,38 @@ class DataStream(_OperatorSettings):
             key_selector=self._key_selector(),
         )
         return DataStreamSink(self._pipeline, t)
+
+    def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
+        """Print every record to stdout as Flink does: Java's toString of the stream's PyFlink
+        type (a TUPLE as "(a,1)", a ROW as "+I[1,a]"), `str(value)` for Python objects; lines
+        prefixed "N> " (the 1-based subtask) when the sink's parallelism is > 1, and with
+        `sink_identifier` ("id> ", "id:N> "). The driver writes the lines when the run
+        commits the sink (see `io.sinks.PrintSink`).
+
+        Examples:
+            >>> from airflow_flinkchain import StreamPipeline
+            >>> p = StreamPipeline("doc")
+            >>> _ = p.from_collection([1, 2]).map(lambda x: x * 10).print()
+            >>> _ = p.execute_local()
+            10
+            20
+        """
+        if sink_identifier is not None and not isinstance(sink_identifier, str):
+            raise PlanningError(f"print(): sink_identifier must be a string, got {sink_identifier!r}")
+        taken = {t.function.name for t in self._pipeline._transformations
+                 if isinstance(t, OperatorTransformation) and isinstance(t.function, CollectSink)}
+        name = next(f"print-{i}" for i in range(len(taken) + 1) if f"print-{i}" not in taken)
+        sink = PrintSink(name, sink_identifier, self._type_info())
+        return self.sink_to(sink, name="Print to Std. Out")
+
+    def _type_info(self) -> Any:
+        """The PyFlink TypeInformation this stream's records were declared with, or None."""
+        t = self._t
+        while not isinstance(t, OperatorTransformation):
+            if isinstance(t, SideOutputTransformation):
+                return t.output_type if isinstance(t.output_type, TypeInformation) else None
+            t = t.inputs[0]
+        return t.type_info
 
     def collect(self, name: str) -> "DataStreamSink":
         """Keep the records under `name` (for tests and examples); the sink is named `name`,
@@ -744,228 +497,10 @@ class DataStream(_OperatorSettings):
         return self.sink_to(CollectSink(name), name=name)
 
 
-class KeyedStream(DataStream):
-    """After key_by: operators see one key at a time (reduce, keyed process, and
-    map/filter/flat_map as keyed operators). Its partitioning cannot be changed.
 
-    Examples:
-        >>> from airflow_flinkchain import StreamPipeline
-        >>> p = StreamPipeline("doc")
-        >>> keyed = p.from_collection([("a", 1), ("b", 2), ("a", 3)]).key_by(lambda r: r[0])
-        >>> _ = keyed.reduce(lambda x, y: (x[0], x[1] + y[1])).name("sum").collect("totals")
-        >>> [c.name for c in p.plan().chains]
-        ['Collection Source', 'sum -> totals']
-    """
+# The streams a DataStream method returns; they subclass DataStream, so they are imported after it.
+from airflow_flinkchain.api.data_stream_sink import DataStreamSink  # noqa: E402
+from airflow_flinkchain.api.keyed_stream import KeyedStream  # noqa: E402
+from airflow_flinkchain.api.split_stream import SplitStream  # noqa: E402
 
-    def __init__(self, pipeline: "StreamPipeline", transformation: Transformation, key_selector: Callable[[Any], Any]):
-        super().__init__(pipeline, transformation)
-        self._selector = key_selector
-
-    def _key_selector(self) -> Optional[Callable[[Any], Any]]:
-        return self._selector
-
-    def reduce(self, func: ReduceLike, on_error: Optional[str] = None) -> DataStream:
-        """Combine the records of each key with `func(acc, value)`. BATCH mode emits one
-        final result per key (stamped with the MAX watermark); STREAMING mode emits the
-        rolling result after every record, stamped with that record's timestamp.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> counts = p.from_collection(["a", "b", "a"]).map(lambda w: (w, 1)).key_by(lambda t: t[0])
-            >>> _ = counts.reduce(lambda a, b: (a[0], a[1] + b[1])).collect("counts")
-            >>> sorted(p.execute_local().output("counts"))
-            [('a', 2), ('b', 1)]
-        """
-        check_function(func, "reduce", "reduce")
-        return self._add(OperatorKind.REDUCE, "Keyed Reduce", func, on_error=on_error)
-
-    def window(self, window_assigner: Any) -> "WindowedStream":
-        """Windows per key: each record goes to the windows `window_assigner` gives it
-        (`airflow_flinkchain.window`: tumbling, sliding, session, global), and each
-        window of each key fires on its own trigger.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> from airflow_flinkchain.window import EventTimeSessionWindows
-            >>> p = StreamPipeline("doc")
-            >>> keyed = p.from_collection([("a", 1)]).key_by(lambda r: r[0])
-            >>> _ = keyed.window(EventTimeSessionWindows.with_gap(500)).reduce(lambda a, b: a).collect("out")
-        """
-        from airflow_flinkchain.api.windowed import WindowedStream
-
-        return WindowedStream(self, window_assigner)
-
-    def count_window(self, size: int, slide: int = 0) -> "WindowedStream":
-        """Windows of `size` records per key (sliding by `slide` records when given), fired
-        by a CountTrigger (PyFlink's `count_window`).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> keyed = p.from_collection([1, 2, 3, 4]).key_by(lambda x: 0)
-            >>> _ = keyed.count_window(2).reduce(lambda a, b: a + b).collect("pairs")
-            >>> sorted(p.execute_local().output("pairs"))
-            [3, 7]
-        """
-        from airflow_flinkchain.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
-
-        if slide == 0:
-            return self.window(CountTumblingWindowAssigner.of(size))
-        return self.window(CountSlidingWindowAssigner.of(size, slide))
-
-    def interval_join(self, other_stream: "KeyedStream") -> "IntervalJoin":
-        """Join with the keyed `other_stream` within a time interval (Java Flink's
-        `intervalJoin`): continue with `.between(lower, upper).process(ProcessJoinFunction)`;
-        a record `a` of this stream meets every record `b` of its key with
-        `a.ts + lower <= b.ts <= a.ts + upper` (api/joins.py). Records need timestamps.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> a = p.from_collection([("a", 1)]).key_by(lambda r: r[0])
-            >>> b = p.from_collection([("a", 2)]).key_by(lambda r: r[0])
-            >>> _ = a.interval_join(b).between(-5, 5).process(lambda x, y, ctx: [(x, y)]).collect("out")
-        """
-        from airflow_flinkchain.api.joins import IntervalJoin, _check_other
-
-        _check_other(self, other_stream, "interval_join")
-        if other_stream._key_selector() is None:
-            raise PlanningError(f"interval_join() needs a KeyedStream as the other stream, got {other_stream!r}: "
-                                "call key_by(key_selector) on it first: a.key_by(k1).interval_join(b.key_by(k2))")
-        return IntervalJoin(self, other_stream)
-
-    def _aggregate(self, kind: str, position: Any) -> DataStream:
-        return self._add(OperatorKind.REDUCE, "Keyed Aggregation", AggregationFunction(kind, position))
-
-    def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        """Per key, the sum of a field (a position for tuples and lists, a name for dicts);
-        the other fields are the key's first record's. Rolling in STREAMING mode, one
-        result per key in BATCH mode (as `reduce`).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> s = p.from_collection([("a", 1), ("a", 2), ("b", 5)]).key_by(lambda r: r[0])
-            >>> _ = s.sum(1).collect("out")
-            >>> sorted(p.execute_local().output("out"))
-            [('a', 3), ('b', 5)]
-        """
-        return self._aggregate("sum", position_to_sum)
-
-    def min(self, position_to_min: int | str = 0) -> DataStream:
-        """Per key, the minimum of a field; the other fields are the key's first record's
-        (use `min_by` for the whole record with the minimum)."""
-        return self._aggregate("min", position_to_min)
-
-    def max(self, position_to_max: int | str = 0) -> DataStream:
-        """Per key, the maximum of a field; the other fields are the key's first record's."""
-        return self._aggregate("max", position_to_max)
-
-    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        """Per key, the record with the smallest field (the first of equal ones)."""
-        return self._aggregate("min_by", position_to_min_by)
-
-    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        """Per key, the record with the largest field (the first of equal ones)."""
-        return self._aggregate("max_by", position_to_max_by)
-
-    def _partition(self, kind: Partitioner, **fields: Any) -> DataStream:
-        raise PlanningError(
-            f"cannot override the partitioning of a KeyedStream ({kind.value.lower()} after key_by()): "
-            "records of one key must reach one subtask. Partition before key_by(), or after the keyed operator."
-        )
-
-    def split(self, selector: OutputSelectorLike, names: Optional[Iterable[str]] = None) -> "SplitStream":
-        """Refused: split the keyed operator's output (e.g. after `reduce()`) instead."""
-        raise PlanningError("split() of a KeyedStream: apply split() to an operator, e.g. after reduce()")
-
-
-class SplitStream(DataStream):
-    """The stream of a split operator; `select(*names)` picks outputs. Using it
-    directly (without select) gets every record, as in Flink.
-
-    Examples:
-        >>> from airflow_flinkchain import StreamPipeline
-        >>> p = StreamPipeline("doc")
-        >>> parity = p.from_collection(range(4)).map(int).split(lambda x: ["even" if x % 2 == 0 else "odd"])
-        >>> _ = parity.select("even").collect("evens")
-        >>> _ = parity.collect("all")
-    """
-
-    def select(self, *names: str) -> DataStream:
-        """The records the selector routed to any of `names`.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> sizes = p.from_collection([5, 500]).map(int).split(lambda x: ["big" if x > 100 else "small"])
-            >>> _ = sizes.select("big", "small").collect("both")
-        """
-        if not names or not all(isinstance(n, str) and n for n in names):
-            raise PlanningError(f"select() needs one or more output names, got {names!r}")
-        t = self._pipeline._add_virtual(SelectTransformation, (self._t,), names=tuple(names))
-        return DataStream(self._pipeline, t)
-
-    def get_side_output(self, tag: OutputTag | str) -> DataStream:
-        """Refused: side outputs are not split; take them from the operator's own stream."""
-        op = self._t
-        raise PlanningError(
-            f"get_side_output() on the split stream of {op.name!r}: side outputs are not split. "
-            f"Call get_side_output() on {op.name!r}'s own stream (the one split() was called on).",
-            operator=op.name,
-        )
-
-    def split(self, selector: OutputSelectorLike, names: Optional[Iterable[str]] = None) -> "SplitStream":
-        """Refused: an operator is split once, with one selector returning every name."""
-        raise PlanningError(
-            f"split() of a split: operator {self._t.name!r} is already split. Use one selector "
-            "returning every name, or add a map() after select() and split that."
-        )
-
-    def name(self, name: str) -> Self:
-        """Refused: name the operator before `split()`."""
-        raise _split_settings(self._t, "name")
-
-    def uid(self, uid: str) -> Self:
-        """Refused: set the uid of the operator before `split()`."""
-        raise _split_settings(self._t, "uid")
-
-    def set_parallelism(self, parallelism: int) -> Self:
-        """Refused: set the parallelism of the operator before `split()`."""
-        raise _split_settings(self._t, "set_parallelism")
-
-
-class DataStreamSink(_OperatorSettings):
-    """What sink_to()/collect() return: operator settings only, no stream methods.
-
-    Examples:
-        >>> from airflow_flinkchain import StreamPipeline
-        >>> p = StreamPipeline("doc")
-        >>> sink = p.from_collection([1]).collect("out").uid("out-v1").set_parallelism(1)
-    """
-
-    def __init__(self, pipeline: "StreamPipeline", transformation: OperatorTransformation):
-        self._pipeline = pipeline
-        self._t = transformation
-
-    def __repr__(self) -> str:
-        return f"<DataStreamSink {self._t.name!r} of pipeline {self._pipeline.name!r}>"
-
-    def __getattr__(self, attr: str):
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        if hasattr(DataStream, attr):
-            raise PlanningError(
-                f"sink {self._t.name!r} has no outputs, so it has no {attr}(): a sink ends its stream. "
-                f"Call {attr}() on the stream before sink_to()/collect().",
-                operator=self._t.name,
-            )
-        raise AttributeError(attr)
-
-
-def _split_settings(op: Transformation, method: str) -> PlanningError:
-    return PlanningError(
-        f"{method}() on a split stream: call it on the operator before split(), "
-        f"i.e. on {getattr(op, 'name', 'the operator')!r}'s stream"
-    )
+__all__ = ["DataStream", "KeyedStream", "SplitStream", "DataStreamSink"]

@@ -17,7 +17,7 @@ import contextlib
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from airflow_flinkchain.api.datastream import DataStream
-from airflow_flinkchain.api.validation import check_on_error, check_parallelism, check_sink_destinations
+from airflow_flinkchain.api.validation import check_on_error, check_parallelism, check_sink_destinations, typed_fields
 from airflow_flinkchain.function_types import HookCallable
 from airflow_flinkchain.graph.builder import build_stream_graph
 from airflow_flinkchain.graph.errors import PlanningError
@@ -203,7 +203,7 @@ class StreamPipeline:
 
     def _source(self, source: Source, name: str, output_type: Any) -> DataStream:
         t = self._add_operator(
-            OperatorKind.SOURCE, name, (), function=source, output_type=output_type,
+            OperatorKind.SOURCE, name, (), function=source, **typed_fields(output_type, f"source {name!r}"),
             non_parallel=not getattr(source, "parallel", True),
         )
         return DataStream(self, t)
@@ -321,11 +321,12 @@ class StreamPipeline:
             >>> [n.name for n in p.stream_graph().nodes]
             ['Collection Source', 'Map', 'out']
         """
-        check_sink_destinations(t for t in self._transformations
+        transformations = self._job_transformations()
+        check_sink_destinations(t for t in transformations
                                 if isinstance(t, OperatorTransformation) and t.kind is OperatorKind.SINK)
         return build_stream_graph(
             self.name,
-            self._transformations,
+            transformations,
             default_parallelism=self.parallelism,
             chaining_enabled=self.chaining_enabled,
             object_reuse=self.object_reuse,
@@ -404,6 +405,11 @@ class StreamPipeline:
         return render_pipeline(self, **kwargs)
 
     # -- recording (used by DataStream) ------------------------------------
+    def _job_transformations(self) -> list[Transformation]:
+        """What the next plan / run holds: every transformation (a StreamPipeline is one job,
+        run as often as asked; StreamExecutionEnvironment starts a new job after execute())."""
+        return self._transformations
+
     def _add_operator(
         self, kind: OperatorKind, name: str, inputs: tuple[Transformation, ...], **fields: Any
     ) -> OperatorTransformation:

@@ -7,6 +7,7 @@ import posixpath
 import re
 from typing import Any, Iterable, Optional
 
+from airflow_flinkchain.common.typeinfo import TypeInformation, to_output_type
 from airflow_flinkchain.functions import Function, OutputTag
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import ErrorPolicy, OperatorKind
@@ -47,6 +48,23 @@ def check_function(fn: Any, method: str, what: str) -> Any:
     raise PlanningError(
         f"{what}() needs a callable or an object with a {method}() method, got {fn!r}", operator=None
     )
+
+
+def typed_fields(output_type: Any, where: str, columnar: bool = False) -> dict:
+    """The transformation fields of a declared record type. A PyFlink `TypeInformation`
+    (`Types.TUPLE([...])`, ...) becomes `type_info`: the operator's records are coerced to it
+    (Rows, tuples, float32, ...) and stay pickled; on a columnar (batch) operator it becomes
+    the Arrow schema of `to_output_type`. Anything else is an `output_type` as before
+    (a pyarrow schema or a dict; checked when the chain starts)."""
+    if isinstance(output_type, TypeInformation):
+        if columnar:
+            columns = to_output_type(output_type)
+            if columns is None:
+                raise PlanningError(f"{where}: a batch operator's output_type must be Types.ROW_NAMED of basic types "
+                                    f"(or a pyarrow schema / dict), got {output_type!r}")
+            return {"output_type": columns}
+        return {"output_type": None, "type_info": output_type}
+    return {"output_type": output_type}
 
 
 def tag_id(tag: Any) -> str:

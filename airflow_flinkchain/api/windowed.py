@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from airflow_flinkchain.common import to_millis, to_output_type
+from airflow_flinkchain.api.validation import typed_fields
+from airflow_flinkchain.common import to_millis
 from airflow_flinkchain.functions import OutputTag, ReduceFunction
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import OperatorKind
@@ -145,7 +146,7 @@ class _Windowed:
         stream = self._stream
         t = stream._pipeline._add_operator(
             OperatorKind.WINDOW, name, (stream._t,), function=spec, key_selector=stream._key_selector(),
-            output_type=to_output_type(output_type), declared_output_tags=declared,
+            **typed_fields(output_type, f"window operator {name!r}"), declared_output_tags=declared,
             **({"parallelism": 1, "non_parallel": True} if self._all else {}),
         )
         return DataStream(stream._pipeline, t)

@@ -243,6 +243,7 @@ def build_stream_graph(
                 key_selector=t.key_selector,
                 output_selector=t.output_selector,
                 output_type=t.output_type,
+                type_info=t.type_info,
                 on_error=t.on_error,
                 settings=dict(t.settings),
                 two_input=t.two_input,

@@ -164,6 +164,7 @@ class StreamNode:
     key_selector: Optional[Callable[[Any], Any]] = None
     output_selector: Any = None
     output_type: Any = None
+    type_info: Any = None  # a PyFlink TypeInformation: main records are coerced to it (TypeCoercingOutput)
     on_error: Optional[ErrorPolicy] = None  # None: the pipeline's default
     settings: dict = field(default_factory=dict)
     two_input: Optional[TwoInputSpec] = None  # set on two-input operators (their in-edges: type_number 1, 2)

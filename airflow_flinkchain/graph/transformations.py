@@ -42,6 +42,8 @@ class OperatorTransformation(Transformation):
     slot_sharing_group: Optional[str] = None
     key_selector: Optional[Callable[[Any], Any]] = None
     output_type: Any = None
+    # A PyFlink TypeInformation the operator's main records are coerced to (records stay pickled).
+    type_info: Any = None
     on_error: Optional[ErrorPolicy] = None  # None: the pipeline default
     settings: dict = field(default_factory=dict)
     # A non-parallel operator (from_collection) always runs with parallelism 1.

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.common.typeinfo import record_string
 from airflow_flinkchain.io.sources import FILE_FORMATS, _redact, normalize_asset
 
 
@@ -71,6 +72,37 @@ class CollectSink(Sink):
 
 
 @dataclass(frozen=True, eq=False)
+class PrintSink(CollectSink):
+    """`DataStream.print(sink_identifier)`: each record as Flink prints it (Java's toString of
+    its declared `type_info`; `str(value)` for Python objects), prefixed as Flink's
+    PrintSinkOutputWriter: "id> ", "N> " (the 1-based subtask) when the sink runs with
+    parallelism > 1, "id:N> " for both. The lines are kept as a collect sink's (under `name`)
+    and written to stdout by the driver when the sink commits (`execute()`, `execute_local()`;
+    the chain task's log in Airflow runs).
+
+    Examples:
+        >>> from airflow_flinkchain.common import Types
+        >>> PrintSink("print-0").line(("a", 1.5), 1, 2)
+        "2> ('a', 1.5)"
+        >>> PrintSink("print-0", "out", Types.TUPLE([Types.STRING(), Types.FLOAT()])).line(("a", 1.5), 0, 1)
+        'out> (a,1.5)'
+    """
+
+    sink_identifier: Optional[str] = None
+    type_info: Any = None
+
+    def line(self, value: Any, subtask: int, parallelism: int) -> str:
+        prefix = self.sink_identifier or ""
+        if parallelism > 1:
+            prefix = f"{prefix}:{subtask + 1}" if prefix else str(subtask + 1)
+        text = record_string(value, self.type_info)
+        return f"{prefix}> {text}" if prefix else text
+
+    def describe(self) -> str:
+        return "print()" if self.sink_identifier is None else f"print({self.sink_identifier!r})"
+
+
+@dataclass(frozen=True, eq=False)
 class FileSink(Sink):
     """Files in the directory `path` (may hold Airflow templates), replaced as a whole
     by each run, one file per subtask, in `format` ("parquet", "csv" or "json"
@@ -86,16 +118,61 @@ class FileSink(Sink):
     format: str = "parquet"
     output_type: Any = None
     options: dict = field(default_factory=dict)
+    formats = FILE_FORMATS
 
     def __post_init__(self) -> None:
-        if self.format not in FILE_FORMATS:
-            raise ValueError(f"file sink {self.path!r}: format must be one of {FILE_FORMATS}, got {self.format!r}")
+        if self.format not in self.formats:
+            raise ValueError(f"file sink {self.path!r}: format must be one of {self.formats}, got {self.format!r}")
         if not isinstance(self.path, str) or not self.path:
             raise ValueError(f"file sink needs a non-empty path string, got {self.path!r}")
         super().__post_init__()
 
     def describe(self) -> str:
         return f"{self.format} files at {self.path}"
+
+
+@dataclass(frozen=True, eq=False)
+class RowFormatFileSink(FileSink):
+    """Text files in the directory `path`, one line per record: the record as `print()` shows
+    it (Java's toString of `type_info`, `str(value)` for Python objects), encoded with
+    `charset` (Flink's row-format FileSink with `Encoder.simple_string_encoder()`). Each
+    subtask writes one part file `{part_prefix}-{subtask}-0{part_suffix}`; the directory is
+    replaced as a whole by each run, as every file sink's. Flink's time buckets and rolling
+    policy do not apply: a run's part files are complete when the run commits.
+
+    Examples:
+        >>> from airflow_flinkchain.common import Types
+        >>> s = RowFormatFileSink("/data/out", part_prefix="prefix", part_suffix=".ext",
+        ...                       type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+        >>> s.part_file(1), s.line(("a", 1)), s.describe()
+        ('prefix-1-0.ext', '(a,1)', 'text files at /data/out')
+    """
+
+    format: str = "text"
+    charset: str = "UTF-8"
+    part_prefix: str = "part"
+    part_suffix: str = ""
+    type_info: Any = None
+    #: what `with_rolling_policy` was given (kept for plans; see the class docstring)
+    rolling_policy: Any = None
+    formats = ("text",)
+
+    def __post_init__(self) -> None:
+        if self.output_type is not None or self.options:
+            raise ValueError(f"row-format file sink {self.path!r}: output_type and options do not apply; "
+                             "records are written as lines")
+        for what in (self.part_prefix, self.part_suffix):
+            if not isinstance(what, str) or "/" in what:
+                raise ValueError(f"row-format file sink {self.path!r}: part prefix and suffix must be strings "
+                                 f"without '/', got {what!r}")
+        "".encode(self.charset)
+        super().__post_init__()
+
+    def part_file(self, subtask: int) -> str:
+        return f"{self.part_prefix}-{subtask}-0{self.part_suffix}"
+
+    def line(self, value: Any) -> str:
+        return record_string(value, self.type_info)
 
 
 def ParquetSink(path: str, output_type: Any = None, *, asset: Any = None, asset_name: Optional[str] = None) -> FileSink:

@@ -84,16 +84,41 @@ class FileSource(Source):
     schema: Any = None
     options: dict = field(default_factory=dict)
     monitor: bool = False  # stream runs: each run reads the files not read before (docs/stream-runs.md)
+    formats = FILE_FORMATS
 
     def __post_init__(self) -> None:
-        if self.format not in FILE_FORMATS:
-            raise ValueError(f"file source {self.path!r}: format must be one of {FILE_FORMATS}, got {self.format!r}")
+        if self.format not in self.formats:
+            raise ValueError(f"file source {self.path!r}: format must be one of {self.formats}, got {self.format!r}")
         if not isinstance(self.path, str) or not self.path:
             raise ValueError(f"file source needs a non-empty path string, got {self.path!r}")
         super().__post_init__()
 
     def describe(self) -> str:
         return f"{self.format} files at {self.path}"
+
+
+@dataclass(frozen=True, eq=False)
+class TextLineFileSource(FileSource):
+    """The lines of the text files at `path` (a file, or a directory read recursively): one
+    str record per line, without its line terminator (\\n, \\r\\n or \\r), decoded with `charset`.
+    Each file is one split, read in order by one subtask (file i by subtask i mod
+    parallelism), as Flink's FileSource with `StreamFormat.text_line_format()`.
+
+    Examples:
+        >>> TextLineFileSource("/data/books").describe()
+        'text files at /data/books'
+    """
+
+    format: str = "text"
+    charset: str = "UTF-8"
+    formats = ("text",)
+
+    def __post_init__(self) -> None:
+        if self.schema is not None or self.options or self.monitor:
+            raise ValueError(f"text line source {self.path!r}: schema, options and monitor do not apply "
+                             "(every record is one line, a str)")
+        "".encode(self.charset)  # an unknown charset fails when the pipeline is written
+        super().__post_init__()
 
 
 def ParquetSource(path: str, schema: Any = None, monitor: bool = False, *, asset: Any = None,

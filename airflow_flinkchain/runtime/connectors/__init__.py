@@ -4,7 +4,7 @@ the built-in ones."""
 
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source, sink_connector, source_reader)
-from airflow_flinkchain.runtime.connectors import collect, collection, files, sql, unbounded  # noqa: F401  (registration)
+from airflow_flinkchain.runtime.connectors import collect, collection, files, sql, text_lines, unbounded  # noqa: F401  (registration)
 
 __all__ = ["ConnectorContext", "SinkConnector", "SourceReader", "register_sink", "register_source",
            "sink_connector", "source_reader"]

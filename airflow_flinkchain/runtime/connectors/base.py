@@ -35,6 +35,7 @@ class ConnectorContext:
     path: Optional[str]  # the descriptor's path with its templates rendered (file connectors)
     area: ExchangeArea
     attempt: Attempt
+    parallelism: int = 1  # of the operator
 
 
 class SourceReader:

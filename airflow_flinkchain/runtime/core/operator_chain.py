@@ -44,7 +44,7 @@ from airflow_flinkchain.runtime.core.operators import ChainScope, StreamOperator
 from airflow_flinkchain.runtime.core.operators.fused import generic_run, segment_heads
 from airflow_flinkchain.runtime.core.operators.keyed import key_error_channel
 from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector, ChainingOutput, CopyingChainingOutput,
-                                                DirectedOutput, Output, RecordWriterOutput)
+                                                DirectedOutput, Output, RecordWriterOutput, TypeCoercingOutput)
 from airflow_flinkchain.runtime.core.partitioners import make_channel_selector
 from airflow_flinkchain.runtime.core.record_writer import RecordWriter
 from airflow_flinkchain.runtime.core.operators.base import adapt_function
@@ -119,6 +119,8 @@ class OperatorChain:
             pending.extend(reversed([e.target_id for e in self.graph.out_edges(node_id) if e in self._chained]))
         for op in created:
             op.output = self._create_output_collector(op)
+            if op.node.type_info is not None:
+                op.output = TypeCoercingOutput(op.output, op.node.type_info)
         return created
 
     def _create_output_collector(self, op: StreamOperator) -> Output:

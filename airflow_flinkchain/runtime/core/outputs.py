@@ -293,3 +293,37 @@ class DirectedOutput(_MultiOutput):
 
         return route
 
+
+
+class TypeCoercingOutput(Output):
+    """An operator declared with a PyFlink TypeInformation: its main records become what
+    PyFlink's serializer of that type gives back (Rows, tuples, float32 floats, ...) before
+    they go on; side outputs and watermarks pass unchanged."""
+
+    def __init__(self, output: Output, type_info: Any):
+        self.output = output
+        self.output_tag = output.output_tag
+        self._coerce = type_info.coerce
+
+    def main_emitter(self, timed: bool = False) -> Optional[Emitter]:
+        emit = self.output.main_emitter(timed)
+        if emit is None:
+            return None
+        coerce = self._coerce
+
+        def coercing(value: Any) -> None:
+            emit(coerce(value))
+
+        return coercing
+
+    def side_emitter(self, tag_id: str, timed: bool = False) -> Optional[Emitter]:
+        return self.output.side_emitter(tag_id, timed)
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self.output.emit_watermark(watermark)
+
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
+        self.output.emit_watermark_status(status)
+
+    def close(self) -> None:
+        self.output.close()

@@ -30,8 +30,11 @@ import uuid
 from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
-from airflow_flinkchain.io.sinks import CollectSink, FileSink
-from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource, UnboundedSource
+from airflow_flinkchain.io.sinks import CollectSink, FileSink, PrintSink, RowFormatFileSink
+from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource, TextLineFileSource, UnboundedSource
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, source_reader
+from airflow_flinkchain.runtime.connectors.collect import PrintingWriter, print_lines
+from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter, commit_directory
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
@@ -169,7 +172,10 @@ class LocalChainRun:
             self.source = self.step.source_reader(head, path, label)
         elif isinstance(head.function, UnboundedSource):
             self.source, _ = plan_stream_source(head.function, None, None, self.chain.parallelism, label)
-        if self.source is None and isinstance(head.function, FileSource):
+        if self.source is None and isinstance(head.function, TextLineFileSource):
+            self.source = source_reader(head.function, ConnectorContext(head.name, head.key, label, path, None, None,
+                                                                         self.chain.parallelism))
+        elif self.source is None and isinstance(head.function, FileSource):
             self.table = read_file_table(head.function, path, label)
 
     def file_split(self, subtask: int) -> Any:
@@ -199,7 +205,13 @@ class LocalChainRun:
             sink = g.node_by_key(key).function
             if isinstance(sink, CollectSink):
                 self.exchange.collected[sink.name] = [v for w in writers for v in w.values()]
+                if isinstance(sink, PrintSink):
+                    print_lines(self.exchange.collected[sink.name])
                 outputs.append({"sink": key, "kind": "collect", "path": None, "records": counts.get(key, 0)})
+            elif isinstance(sink, RowFormatFileSink):
+                final = Location(self.path_of(g.node_by_key(key)))
+                commit_directory(self.stages[key], final)
+                outputs.append({"sink": key, "kind": "file", "path": final.uri, "records": counts.get(key, 0)})
             else:
                 final = Location(self.path_of(g.node_by_key(key)))
                 if sink.format != "json" and sink.output_type is None:  # as the Spark file sink's commit
@@ -243,7 +255,9 @@ class LocalTaskIO:
                         "run this pipeline with execute() (Spark)")
 
     def source_batches(self, head, subtask: int) -> Optional[Iterable]:
-        return self.run.file_split(subtask).to_batches() if isinstance(head.function, FileSource) else None
+        if self.run.source is not None or not isinstance(head.function, FileSource):
+            return None
+        return self.run.file_split(subtask).to_batches()
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job
@@ -255,8 +269,12 @@ class LocalTaskIO:
 
     def sink_writer(self, node, subtask: int):
         sink = node.function
-        if isinstance(sink, CollectSink):
+        if isinstance(sink, PrintSink):
+            w = PrintingWriter(CollectWriter(sink.name, subtask), sink, subtask, node.parallelism)
+        elif isinstance(sink, CollectSink):
             w = CollectWriter(sink.name, subtask)
+        elif isinstance(sink, RowFormatFileSink):
+            w = TextLineSinkWriter(self.run.file_stage(node), sink, subtask)
         else:
             from airflow_flinkchain.runtime.connectors.file_writer import FileSinkWriter
 

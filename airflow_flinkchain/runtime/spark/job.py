@@ -86,7 +86,7 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
                       "label": f"operator {src.name!r} writing edge {e!r}"}
     def context(node, label: str) -> ConnectorContext:
         path = _path_of(node, overrides) if isinstance(getattr(node.function, "path", None), str) else None
-        return ConnectorContext(node.name, node.key, label, path, area, attempt)
+        return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism)
 
     sinks = {node.key: sink_connector(node.function, context(node, f"sink {node.name!r}"))
              for node in map(g.node, chain.node_ids) if node.kind is OperatorKind.SINK}
