@@ -1,0 +1,96 @@
+"""The API table of docs/porting.md ("Porting from PyFlink"): one row per public name of
+PyFlink's DataStream API (tests/data/pyflink_names.json, written by pyflink_names.py), marked
+supported / not supported / differs, with a note.
+
+    .venv/bin/python scripts/porting_table.py     # rewrites the table, keeping each row's marks
+
+A row already in the page keeps its status and note (they are written by hand: "differs" needs
+a note saying how); a new name is marked by whether it exists here under the same path
+(`pyflink` -> `airflow_flinkchain`). tests/planner/test_porting_page.py checks the table covers
+exactly the name list and that every name marked supported or differs exists here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from itertools import groupby
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ROOT / "tests" / "data" / "pyflink_names.json"
+PAGE = ROOT / "docs" / "porting.md"
+START, END = "<!-- api-table:start -->", "<!-- api-table:end -->"
+STATUSES = ("supported", "differs", "not supported")
+ROW = re.compile(r"^\| `(pyflink(?:\.\w+)+)` \| (supported|differs|not supported) \| (.*?) *\|$")
+
+
+def here(name: str) -> str:
+    """A PyFlink path as this package spells it."""
+    return "airflow_flinkchain" + name[len("pyflink"):]
+
+
+def resolve(name: str) -> Optional[object]:
+    """What the PyFlink path `name` is here (None: nothing; a name this package refuses with
+    UnsupportedFeatureError, a NotImplementedError, does not exist either)."""
+    parts = here(name).split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[i:]:
+                obj = getattr(obj, part)
+        except (AttributeError, NotImplementedError):
+            return None
+        return obj
+    return None
+
+
+def names() -> list[dict]:
+    return json.loads(NAMES.read_text())["names"]
+
+
+def rows(page: str) -> dict[str, tuple[str, str]]:
+    """name -> (status, note) of the page's table."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in page.splitlines():
+        m = ROW.match(line)
+        if m:
+            if m.group(1) in found:
+                raise ValueError(f"{m.group(1)} has two rows in {PAGE.name}")
+            found[m.group(1)] = (m.group(2), m.group(3).strip())
+    return found
+
+
+def initial_mark(entry: dict) -> tuple[str, str]:
+    if resolve(entry["name"]) is None:
+        return "not supported", ""
+    missing = [a for a in entry.get("aliases", []) if resolve(a) is None]
+    if missing:
+        return "differs", "not importable from " + ", ".join(f"`{here(a).rsplit('.', 1)[0]}`" for a in missing)
+    return "supported", ""
+
+
+def table(entries: list[dict], marks: dict[str, tuple[str, str]]) -> str:
+    out = []
+    for module, group in groupby(entries, key=lambda e: e["module"]):
+        out += ["", f"### `{module}`", "", "| PyFlink | here | note |", "|---|---|---|"]
+        for entry in group:
+            status, note = marks.get(entry["name"]) or initial_mark(entry)
+            out.append(f"| `{entry['name']}` | {status} | {note} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    page = PAGE.read_text()
+    head, rest = page.split(START, 1)
+    _, tail = rest.split(END, 1)
+    PAGE.write_text(head + START + "\n" + table(names(), rows(page)) + "\n" + END + tail)
+
+
+if __name__ == "__main__":
+    main()
