@@ -174,9 +174,17 @@
     return Math.abs(value) >= 1e11 ? new Date(value).toISOString().replace("T", " ").replace("Z", " UTC") : n(value);
   }
 
+  // A gauge's text as nodes that may wrap between the date and the time of day only (a chain
+  // box is narrower than a whole UTC time in a narrow frame).
+  function gaugeNodes(value) {
+    const text = gaugeText(value), split = text.match(/^(\d{4}-\d\d-\d\d) (.+)$/);
+    const piece = (t) => el("span", { class: "nowrap", text: t });
+    return split ? [piece(split[1]), " ", piece(split[2])] : [piece(text)];
+  }
+
   function gaugeStat(gauge, value) {
     return el("span", { class: `stat-gauge stat-${gauge.name}`, title: `${gauge.description} (${n(value)} ms)` },
-              [`${gauge.label} `, el("span", { class: "n", text: gaugeText(value) })]);
+              [`${gauge.label} `, el("span", { class: "n" }, gaugeNodes(value))]);
   }
 
   function stat(label, value, title, cls) {
@@ -187,9 +195,10 @@
     if (!m) return el("footer", { text: "not run in this run" });
     const parts = [`attempt ${m.attempt}${m.attempts > 1 ? ` (${m.attempts} attempts)` : ""}`];
     if (m.duration_ms != null) parts.push(ms(m.duration_ms));
-    for (const g of gauges) if (m[g.name] != null) parts.push(`${g.label} ${gaugeText(m[g.name])}`);
+    for (const g of gauges) if (m[g.name] != null) parts.push([`${g.label} `, ...gaugeNodes(m[g.name])]);
     if (m.spark_app_id) parts.push(m.spark_app_id);
-    const line = parts.flatMap((part, i) => [i ? " · " : null, el("span", { class: "part", text: part })]);
+    const line = parts.flatMap((part, i) => [i ? " · " : null, typeof part === "string"
+      ? el("span", { class: "part", text: part }) : el("span", {}, part)]);
     return el("footer", {}, [...line, m.error && el("div", { class: "error", text: m.error })]);
   }
 
