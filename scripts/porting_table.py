@@ -77,7 +77,8 @@ def initial_mark(entry: dict) -> tuple[str, str]:
 
 def table(entries: list[dict], marks: dict[str, tuple[str, str]]) -> str:
     out = []
-    for module, group in groupby(entries, key=lambda e: e["module"]):
+    by_module = sorted(entries, key=lambda e: e["module"])  # stable: PyFlink's order within a module
+    for module, group in groupby(by_module, key=lambda e: e["module"]):
         out += ["", f"### `{module}`", "", "| PyFlink | here | note |", "|---|---|---|"]
         for entry in group:
             status, note = marks.get(entry["name"]) or initial_mark(entry)
