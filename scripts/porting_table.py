@@ -4,9 +4,9 @@ supported / not supported / differs, with a note.
 
     .venv/bin/python scripts/porting_table.py     # rewrites the table, keeping each row's marks
 
-A row already in the page keeps its status and note (they are written by hand: "differs" needs
-a note saying how); a new name is marked by whether it exists here under the same path
-(`pyflink` -> `airflow_flinkchain`). tests/planner/test_porting_page.py checks the table covers
+Each name is marked by whether it exists here under the same path (`pyflink` ->
+`airflow_flinkchain`): supported or not supported. A row marked "differs" by hand (its note says
+how) stays so while the name exists; a note is kept while its row's status stays the same. tests/planner/test_porting_page.py checks the table covers
 exactly the name list and that every name marked supported or differs exists here.
 """
 
@@ -75,13 +75,22 @@ def initial_mark(entry: dict) -> tuple[str, str]:
     return "supported", ""
 
 
+def mark(entry: dict, old: Optional[tuple[str, str]]) -> tuple[str, str]:
+    status, note = initial_mark(entry)
+    if old is not None and old[0] == "differs" and status != "not supported":
+        return old
+    if old is not None and old[0] == status and old[1]:
+        return old
+    return status, note
+
+
 def table(entries: list[dict], marks: dict[str, tuple[str, str]]) -> str:
     out = []
     by_module = sorted(entries, key=lambda e: e["module"])  # stable: PyFlink's order within a module
     for module, group in groupby(by_module, key=lambda e: e["module"]):
         out += ["", f"### `{module}`", "", "| PyFlink | here | note |", "|---|---|---|"]
         for entry in group:
-            status, note = marks.get(entry["name"]) or initial_mark(entry)
+            status, note = mark(entry, marks.get(entry["name"]))
             out.append(f"| `{entry['name']}` | {status} | {note} |")
     return "\n".join(out) + "\n"
 
