@@ -225,11 +225,19 @@ def test_stream_runs_drained_and_mid_stream_at_1400_px(stack, users):
 
 
 def test_an_unknown_run_is_called_unknown(stack, users):
+    """A run id Airflow does not know is unknown; a run Airflow has whose setup task has not
+    recorded it yet says so."""
+    stack.trigger_run(users["admin"], "manual__not_set_up")
     with signed_in(stack, users["alice"]) as browser:
         browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id=no_such_run")
         wait_for_tab(browser, "no_such_run")
         text = browser.eval(f"{DOC}.getElementById('run-summary').innerText")
         assert text == f"DAG {DAG} has no run no_such_run: showing the plan only.", text
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id=manual__not_set_up")
+        wait_for_tab(browser, "manual__not_set_up")
+        text = browser.eval(f"{DOC}.getElementById('run-summary').innerText")
+        assert text == ("Run manual__not_set_up has no record of its chains yet (its pipeline setup task has "
+                        "not run): showing the plan only."), text
 
 
 def test_the_path_column_has_room_beside_the_links(stack, users):

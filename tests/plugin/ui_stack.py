@@ -147,16 +147,20 @@ class UiStack:
 
     def trigger_runs(self, token: str) -> None:
         """The DAG runs of RUNS, through Airflow's REST API (queued: no scheduler runs them)."""
+        for run_id in RUNS:
+            self.trigger_run(token, run_id)
+
+    def trigger_run(self, token: str, run_id: str) -> None:
+        """A DAG run of orders_dag through Airflow's REST API (queued: no scheduler runs it)."""
         import json
         import urllib.request
 
-        for run_id in RUNS:
-            request = urllib.request.Request(
-                f"{self.base}/api/v2/dags/{DAG}/dagRuns", method="POST",
-                data=json.dumps({"dag_run_id": run_id, "logical_date": None}).encode(),
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 200, answer.read()
+        request = urllib.request.Request(
+            f"{self.base}/api/v2/dags/{DAG}/dagRuns", method="POST",
+            data=json.dumps({"dag_run_id": run_id, "logical_date": None}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            assert answer.status == 200, answer.read()
 
     def stop(self) -> None:
         try:
