@@ -4,17 +4,21 @@ supported / not supported / differs, with a note.
 
     .venv/bin/python scripts/porting_table.py     # rewrites the table, keeping each row's marks
 
-Each name is marked by whether it exists here under the same path (`pyflink` ->
-`airflow_flinkchain`): supported or not supported. A row marked "differs" by hand (its note says
+Each name is marked by whether it is offered here under the same path (`pyflink` ->
+`airflow_flinkchain`): supported, or not supported (absent, or a method that only raises
+UnsupportedFeatureError). A row marked "differs" by hand (its note says
 how) stays so while the name exists; a note is kept while its row's status stays the same. tests/planner/test_porting_page.py checks the table covers
-exactly the name list and that every name marked supported or differs exists here.
+exactly the name list and that every name marked supported or differs is offered here.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import json
 import re
+import textwrap
 from itertools import groupby
 from pathlib import Path
 from typing import Optional
@@ -50,6 +54,31 @@ def resolve(name: str) -> Optional[object]:
     return None
 
 
+def refuses(obj: object) -> bool:
+    """A function whose body (after its docstring) only raises UnsupportedFeatureError: a
+    PyFlink method kept for its clear error, not offered."""
+    function = getattr(obj, "__func__", obj)
+    if not inspect.isfunction(function):
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = tree.body[0].body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return (len(body) == 1 and isinstance(body[0], ast.Raise) and isinstance(body[0].exc, ast.Call)
+            and getattr(body[0].exc.func, "id", None) == "UnsupportedFeatureError")
+
+
+def offered(name: str) -> bool:
+    """The PyFlink path `name` exists here and is not a refusal (see `refuses`)."""
+    obj = resolve(name)
+    return obj is not None and not refuses(obj)
+
+
 def names() -> list[dict]:
     return json.loads(NAMES.read_text())["names"]
 
@@ -69,6 +98,8 @@ def rows(page: str) -> dict[str, tuple[str, str]]:
 def initial_mark(entry: dict) -> tuple[str, str]:
     if resolve(entry["name"]) is None:
         return "not supported", ""
+    if not offered(entry["name"]):
+        return "not supported", "raises UnsupportedFeatureError"
     missing = [a for a in entry.get("aliases", []) if resolve(a) is None]
     if missing:
         return "differs", "not importable from " + ", ".join(f"`{here(a).rsplit('.', 1)[0]}`" for a in missing)
