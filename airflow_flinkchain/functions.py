@@ -22,7 +22,8 @@ from airflow_flinkchain.graph.model import DEAD_LETTER_TAG_ID, ErrorPolicy  # no
 
 class OutputTag:
     """Names a side output. `output_type` optionally declares its schema (its
-    exchange edge is then plain Parquet columns, checked like a stream's).
+    exchange edge is then plain Parquet columns, checked like a stream's); a PyFlink
+    TypeInformation (also as PyFlink's `type_info=`) coerces its records as a stream's.
 
     Examples:
         >>> OutputTag("late") == OutputTag("late")
@@ -33,11 +34,13 @@ class OutputTag:
 
     __slots__ = ("tag_id", "output_type")
 
-    def __init__(self, tag_id: str, output_type: Any = None):
+    def __init__(self, tag_id: str, output_type: Any = None, type_info: Any = None):
         if not isinstance(tag_id, str) or not tag_id:
             raise ValueError(f"OutputTag needs a non-empty string id, got {tag_id!r}")
+        if output_type is not None and type_info is not None:
+            raise ValueError(f"OutputTag {tag_id!r}: give output_type or PyFlink's type_info, not both")
         self.tag_id = tag_id
-        self.output_type = output_type
+        self.output_type = output_type if output_type is not None else type_info
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputTag) and other.tag_id == self.tag_id

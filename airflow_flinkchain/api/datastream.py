@@ -16,10 +16,10 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from airflow_flinkchain.api.batches import BatchOperators
+from airflow_flinkchain.api.data_stream_sink import StreamSinks
 from airflow_flinkchain.api.operator_settings import OperatorSettings
 from airflow_flinkchain.api.partitioning import StreamPartitioning
 from airflow_flinkchain.api.validation import (
@@ -51,7 +51,6 @@ from airflow_flinkchain.graph.transformations import (
     virtual_label,
 )
 from airflow_flinkchain.common.typeinfo import TypeInformation
-from airflow_flinkchain.io.sinks import CollectSink, PrintSink, RowFormatFileSink, Sink
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow_flinkchain.api.pipeline import StreamPipeline
@@ -62,6 +61,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: KeyedStream methods a plain DataStream lacks (as in PyFlink): a clear error instead of a bare AttributeError.
 _KEYED_ONLY = frozenset({"reduce", "window", "count_window", "interval_join"})
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 #: PyFlink DataStream methods this project does not offer, with what to use instead.
@@ -75,7 +78,7 @@ _PYFLINK_UNSUPPORTED = {
 }
 
 
-class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
+class DataStream(OperatorSettings, StreamPartitioning, BatchOperators, StreamSinks):
     """A stream of records; created by `StreamPipeline.from_*` and by operators.
 
     Each method records an operator and returns the new stream; nothing runs
@@ -383,8 +386,11 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
                 f"{sorted(op.declared_output_tags)}. Add the tag to its output_tags, or fix the tag.",
                 operator=op.name,
             )
-        t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid,
-                                        output_type=getattr(tag, "output_type", None))
+        declared = getattr(tag, "output_type", None)
+        if isinstance(declared, TypeInformation):  # PyFlink's way: a map to the tag's type after the side output
+            t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid)
+            return DataStream(self._pipeline, t).map(_identity, output_type=declared)
+        t = self._pipeline._add_virtual(SideOutputTransformation, (op,), tag_id=tid, output_type=declared)
         return DataStream(self._pipeline, t)
 
     def dead_letters(self) -> "DataStream":
@@ -425,81 +431,18 @@ class DataStream(OperatorSettings, StreamPartitioning, BatchOperators):
             return BroadcastConnectedStream(self, other)
         return ConnectedStreams(self, other)
 
-    # -- sinks -------------------------------------------------------------
-    def sink_to(self, sink: Sink, name: Optional[str] = None) -> "DataStreamSink":
-        """Write the stream to a sink (`airflow_flinkchain.io.sinks`); named `name`, else
-        `Sink: <Type>`. A sink's destination belongs to it alone.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> from airflow_flinkchain.io.sinks import ParquetSink
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([{"n": 1}]).sink_to(ParquetSink("/data/out/{{ run_key }}"), name="numbers")
-        """
-        if isinstance(sink, type) and issubclass(sink, Sink):
-            raise PlanningError(f"sink_to() got the sink class {sink.__name__}, not an instance of it: pass "
-                                f"{sink.__name__}(...) with its settings")
-        if not isinstance(sink, Sink):
-            raise PlanningError(f"sink_to() needs a Sink descriptor (see airflow_flinkchain.io.sinks), got {sink!r}")
-        if isinstance(sink, RowFormatFileSink) and sink.type_info is None:
-            sink = dataclasses.replace(sink, type_info=self._type_info())  # lines as print() shows the records
-        if name is None:
-            name = sink.name if isinstance(sink, CollectSink) else f"Sink: {type(sink).__name__}"
-        t = self._pipeline._add_operator(
-            OperatorKind.SINK, name, (self._t,), function=sink,
-            key_selector=self._key_selector(),
-        )
-        return DataStreamSink(self._pipeline, t)
-
-    def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
-        """Print every record to stdout as Flink does: Java's toString of the stream's PyFlink
-        type (a TUPLE as "(a,1)", a ROW as "+I[1,a]"), `str(value)` for Python objects; lines
-        prefixed "N> " (the 1-based subtask) when the sink's parallelism is > 1, and with
-        `sink_identifier` ("id> ", "id:N> "). The driver writes the lines when the run
-        commits the sink (see `io.sinks.PrintSink`).
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> _ = p.from_collection([1, 2]).map(lambda x: x * 10).print()
-            >>> _ = p.execute_local()
-            10
-            20
-        """
-        if sink_identifier is not None and not isinstance(sink_identifier, str):
-            raise PlanningError(f"print(): sink_identifier must be a string, got {sink_identifier!r}")
-        taken = {t.function.name for t in self._pipeline._transformations
-                 if isinstance(t, OperatorTransformation) and isinstance(t.function, CollectSink)}
-        name = next(f"print-{i}" for i in range(len(taken) + 1) if f"print-{i}" not in taken)
-        sink = PrintSink(name, sink_identifier, self._type_info())
-        return self.sink_to(sink, name="Print to Std. Out")
-
     def _type_info(self) -> Any:
         """The PyFlink TypeInformation this stream's records were declared with, or None."""
         t = self._t
         while not isinstance(t, OperatorTransformation):
             if isinstance(t, SideOutputTransformation):
-                return t.output_type if isinstance(t.output_type, TypeInformation) else None
+                return None  # a typed tag's records are coerced by the map get_side_output adds
             t = t.inputs[0]
         return t.type_info
 
-    def collect(self, name: str) -> "DataStreamSink":
-        """Keep the records under `name` (for tests and examples); the sink is named `name`,
-        and `execute().output(name)` returns its records.
-
-        Examples:
-            >>> from airflow_flinkchain import StreamPipeline
-            >>> p = StreamPipeline("doc")
-            >>> sink = p.from_collection([1, 2]).collect("numbers")
-            >>> [c.name for c in p.plan().chains]
-            ['Collection Source -> numbers']
-        """
-        return self.sink_to(CollectSink(name), name=name)
-
-
 
 # The streams a DataStream method returns; they subclass DataStream, so they are imported after it.
-from airflow_flinkchain.api.data_stream_sink import DataStreamSink  # noqa: E402
+from airflow_flinkchain.api.data_stream_sink import DataStreamSink  # noqa: E402,F401  (offered here)
 from airflow_flinkchain.api.keyed_stream import KeyedStream  # noqa: E402
 from airflow_flinkchain.api.split_stream import SplitStream  # noqa: E402
 

@@ -33,7 +33,8 @@ __getattr__ = unsupported_names(__name__, {
                      "CsvRowSerializationSchema", "CsvRowDeserializationSchema", "AvroRowSerializationSchema",
                      "AvroRowDeserializationSchema", "ByteArraySchema", "SerializationSchema",
                      "DeserializationSchema"),
-                    "Serialization schemas belong to Kafka-style connectors; read and write with airflow_flinkchain.io."),
+                    "Serialization schemas belong to Kafka-style connectors; "
+                    "read and write with airflow_flinkchain.io."),
     "RestartStrategies": "Airflow task retries restart a chain: to_airflow(retries=...).",
     "RestartStrategyConfiguration": "Airflow task retries restart a chain: to_airflow(retries=...).",
     "JobClient": "", "JobExecutionResult": "execute() returns the run's result (output(name), metrics).",

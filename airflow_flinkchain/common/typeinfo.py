@@ -155,9 +155,9 @@ class RowTypeInfo(TypeInformation):
             return None
         if isinstance(value, dict):
             values = [value.get(n) for n in self.field_names]
-        elif isinstance(value, Row) and value.has_field_names():
-            values = [value[n] if n in value else None for n in self.field_names] \
-                if set(value.get_field_names()) == set(self.field_names) else _fields(value, len(self.field_types), "ROW")
+        elif isinstance(value, Row) and value.has_field_names() and \
+                set(value.get_field_names()) == set(self.field_names):
+            values = [value[n] for n in self.field_names]  # by name, as PyFlink's named rows
         else:
             values = _fields(value, len(self.field_types), "ROW")
         row = Row(*(t.coerce(v) for t, v in zip(self.field_types, values)))
@@ -227,7 +227,8 @@ class MapTypeInfo(TypeInformation):
 
     def java_string(self, value: Any) -> str:
         items = self.coerce(value).items()
-        return "{" + ", ".join(f"{self.key_type.java_string(k)}={self.value_type.java_string(v)}" for k, v in items) + "}"
+        pairs = (f"{self.key_type.java_string(k)}={self.value_type.java_string(v)}" for k, v in items)
+        return "{" + ", ".join(pairs) + "}"
 
     def __repr__(self) -> str:
         return f"Types.MAP({self.key_type!r}, {self.value_type!r})"

@@ -70,7 +70,15 @@ class StreamExecutionEnvironment(StreamPipeline):
     to_airflow()) with PyFlink's signatures and Flink's job-per-execute() behaviour. The
     runtime mode defaults to StreamPipeline's. Honoured configuration keys:
     `parallelism.default`, `execution.runtime-mode`, `pipeline.name`,
-    `pipeline.auto-watermark-interval` (ms); others are kept in `configuration`."""
+    `pipeline.auto-watermark-interval` (ms); others are kept in `configuration`.
+
+    Examples:
+        >>> from airflow_flinkchain.common import Configuration
+        >>> env = StreamExecutionEnvironment.get_execution_environment(
+        ...     Configuration().set_integer("parallelism.default", 2))
+        >>> env.get_parallelism(), env.is_chaining_enabled()
+        (2, True)
+    """
 
     def __init__(self, name: str = DEFAULT_JOB_NAME, configuration: Optional[Configuration] = None,
                  **settings: Any):
@@ -87,6 +95,7 @@ class StreamExecutionEnvironment(StreamPipeline):
         if c.contains_key("pipeline.auto-watermark-interval"):
             interval = c.get_string("pipeline.auto-watermark-interval").strip().lower().removesuffix("ms").strip()
             self.get_config().set_auto_watermark_interval(int(interval))
+        self._default_job_name = self.name
 
     @staticmethod
     def get_execution_environment(configuration: Optional[Configuration] = None) -> "StreamExecutionEnvironment":
@@ -104,6 +113,7 @@ class StreamExecutionEnvironment(StreamPipeline):
 
     # -- settings ------------------------------------------------------------
     def get_parallelism(self) -> int:
+        """The default parallelism of operators without their own."""
         return self.parallelism
 
     def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
@@ -113,9 +123,11 @@ class StreamExecutionEnvironment(StreamPipeline):
         return self
 
     def get_max_parallelism(self) -> int:
+        """What set_max_parallelism() was given, -1 when it was not called (as Flink)."""
         return getattr(self, "_max_parallelism", -1)
 
     def is_chaining_enabled(self) -> bool:
+        """False after disable_operator_chaining()."""
         return self.chaining_enabled
 
     # -- sources -------------------------------------------------------------
@@ -124,7 +136,8 @@ class StreamExecutionEnvironment(StreamPipeline):
         PyFlink type (a ROW_NAMED gives Rows, FLOAT rounds to float32, ...)."""
         return super().from_collection(collection, output_type=type_info)
 
-    def from_source(self, source: Source, watermark_strategy: Optional[WatermarkStrategy] = None,  # type: ignore[override]
+    def from_source(self, source: Source,  # type: ignore[override]
+                    watermark_strategy: Optional[WatermarkStrategy] = None,
                     source_name: Optional[str] = None, type_info: Any = None) -> DataStream:
         """PyFlink's `from_source(source, watermark_strategy, source_name, type_info=None)`.
         A watermark strategy with a timestamp assigner is applied to the source's records
@@ -150,7 +163,8 @@ class StreamExecutionEnvironment(StreamPipeline):
         return super().from_source(source_func, name=source_name, output_type=type_info)
 
     # -- running -------------------------------------------------------------
-    def execute(self, job_name: Optional[str] = None, spark: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+    def execute(self, job_name: Optional[str] = None,  # type: ignore[override]
+                spark: Any = None, **kwargs: Any) -> Any:
         """Run the job declared since the last execute() on Spark (the active SparkSession,
         else a local one), then start a new job. Returns the run's result
         (`output(name)` of collect sinks, metrics); print() sinks have printed."""
@@ -165,8 +179,7 @@ class StreamExecutionEnvironment(StreamPipeline):
         if not any(True for _ in self._job_transformations()):
             raise PlanningError(f"pipeline {self.name!r}: no operators defined since the last execute(); "
                                 "add a sink (print(), sink_to(), collect()) before execute()")
-        if job_name is not None:
-            self.name = job_name
+        self.name = job_name if job_name is not None else self._default_job_name
         result = run()
         self._job_start = len(self._transformations)
         return result

@@ -19,7 +19,8 @@ __all__ = [
     "CountTrigger", "PurgingTrigger", "ContinuousEventTimeTrigger", "NeverTrigger",
 ]
 
-_PROCESSING_TIME = "Use the event-time counterpart with a WatermarkStrategy (runs are replayable, so time is event time)."
+_PROCESSING_TIME = ("Use the event-time counterpart with a WatermarkStrategy "
+                    "(runs are replayable, so time is event time).")
 __getattr__ = unsupported_names(__name__, dict.fromkeys(
     ("TumblingProcessingTimeWindows", "SlidingProcessingTimeWindows", "ProcessingTimeSessionWindows",
      "DynamicProcessingTimeSessionWindows", "ProcessingTimeTrigger", "ContinuousProcessingTimeTrigger"),

@@ -92,6 +92,7 @@ class PrintSink(CollectSink):
     type_info: Any = None
 
     def line(self, value: Any, subtask: int, parallelism: int) -> str:
+        """The printed line of `value` written by subtask `subtask` (0-based) of `parallelism`."""
         prefix = self.sink_identifier or ""
         if parallelism > 1:
             prefix = f"{prefix}:{subtask + 1}" if prefix else str(subtask + 1)
@@ -169,9 +170,11 @@ class RowFormatFileSink(FileSink):
         super().__post_init__()
 
     def part_file(self, subtask: int) -> str:
+        """The name of subtask `subtask`'s part file."""
         return f"{self.part_prefix}-{subtask}-0{self.part_suffix}"
 
     def line(self, value: Any) -> str:
+        """The line written for `value` (without its newline)."""
         return record_string(value, self.type_info)
 
 

@@ -20,7 +20,8 @@ def test_py_typed_is_shipped():
 
 def test_user_functions_are_typed_in_the_signatures():
     hints = {
-        (cls.__name__, name): typing.get_type_hints(getattr(cls, name), localns={"StreamPipeline": StreamPipeline})
+        (cls.__name__, name): typing.get_type_hints(getattr(cls, name),
+                                             localns={"StreamPipeline": StreamPipeline, "DataStream": DataStream})
         for cls, name in [(DataStream, "map"), (DataStream, "flat_map"), (DataStream, "filter"),
                           (DataStream, "process"), (DataStream, "key_by"), (DataStream, "split"),
                           (DataStream, "partition_custom"), (KeyedStream, "reduce"), (StreamPipeline, "on_setup")]

@@ -178,7 +178,10 @@ def test_typed_outputs_are_cast_and_equal_the_per_record_typed_exchange():
     def build(batched):
         def b(p):
             s = source(p)
-            s = s.map_batches(triple_b, output_type=row) if batched else s.map(triple, output_type=row)
+            # a batch operator's ROW_NAMED is its Arrow schema; the per-record twin declares that schema
+            # (a per-record ROW_NAMED gives PyFlink's Rows, pickled)
+            s = (s.map_batches(triple_b, output_type=row) if batched
+                 else s.map(triple, output_type={"x": "int32", "name": "string"}))
             s.rebalance().map(lambda r: r).collect("out")  # a typed exchange edge
         return b
 

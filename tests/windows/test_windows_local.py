@@ -337,8 +337,7 @@ def test_pyflink_types_as_output_type_and_timestamps_on_a_typed_edge():
     p = StreamPipeline("t", parallelism=2, runtime_mode="streaming")
     w = events(p, RECORDS).key_by(key).window(TumblingEventTimeWindows.of(Time.seconds(1)))
     sums = w.reduce(add, output_type=Types.TUPLE([Types.STRING(), Types.INT(), Types.LONG()]))
-    rows = sums.map(lambda r: {"k": r[0], "v": r[1]},
-                    output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()]))
+    rows = sums.map(lambda r: {"k": r[0], "v": r[1]}, output_type={"k": "string", "v": "int64"})
     collect(rows.rebalance().map(lambda r: r))  # the typed edge: declared Arrow columns plus the timestamp
     out = sorted((v["k"], v["v"], ts) for v, ts in p.execute_local().output("out"))
     assert out == [("a", 3, 999), ("a", 4, 1999), ("a", 5, 2999), ("b", 3, 1999)]

@@ -98,7 +98,8 @@ class FileSource:
     @staticmethod
     def for_bulk_file_format(bulk_format: Any, *paths: str) -> Any:
         raise UnsupportedFeatureError("FileSource.for_bulk_file_format()",
-                                      "Read Parquet, CSV or JSON lines with the sources of airflow_flinkchain.io.sources.")
+                                      "Read Parquet, CSV or JSON lines with the sources of "
+                                      "airflow_flinkchain.io.sources.")
 
 
 class OutputFileConfig:
