@@ -8,11 +8,12 @@ For the chain operator (``airflow/``), per chain task, before ``spark-submit``::
     from airflow_flinkchain.cluster import (
         package_archive, check_exchange_root_reachable, check_deploy_mode)
 
-    master = hook._connection["master"]           # SparkSubmitHook resolves it from the connection
-    deploy_mode = hook._connection["deploy_mode"]  # or the operator's own deploy_mode
-    check_deploy_mode(master, deploy_mode)         # standalone + Python + cluster mode -> clear error
+    conn = get_connection(spark_conn_id)     # Airflow's public connection lookup
+    master = spark_master(conn)              # read as the provider's hook reads it
+    deploy_mode = deploy_mode or conn.extra_dejson.get("deploy-mode")  # the operator's, else the connection's
+    check_deploy_mode(master, deploy_mode)   # standalone + Python + cluster mode -> clear error
     check_exchange_root_reachable(master, exchange_root, shared=exchange_root_shared)
-    py_files = package_archive()                   # zip of airflow_flinkchain (+ cloudpickle), cached
+    py_files = package_archive()             # zip of airflow_flinkchain (+ cloudpickle), cached
 
 ``exchange_root_shared`` is the pipeline setting ``exchange_root_shared=True``,
 else the Airflow config ``[flinkchain] exchange_root_shared`` (env

@@ -68,10 +68,12 @@ def orders_pipeline(sample_dir: str, output_dir: str, db_url: str, parallelism: 
     per_region = (flagged.key_by(lambda r: r["region"]).reduce(add_region)
                   .name("revenue_per_region").uid("revenue_per_region"))
     per_region.sink_to(revenue_table(db_url), name="region_table").uid("region_table")
-    per_region.sink_to(ParquetSink(f"{out}/revenue_per_region"), name="region_parquet").uid("region_parquet")
+    per_region.sink_to(ParquetSink(f"{out}/revenue_per_region", asset_name="orders.revenue_per_region.parquet"),
+                       name="region_parquet").uid("region_parquet")
     (flagged.get_side_output(LATE).key_by(lambda r: r["customer"]).reduce(add_late)
         .name("late_per_customer").uid("late_per_customer")
-        .sink_to(ParquetSink(f"{out}/late_per_customer"), name="late_parquet").uid("late_parquet"))
+        .sink_to(ParquetSink(f"{out}/late_per_customer", asset_name="orders.late_per_customer.parquet"),
+                 name="late_parquet").uid("late_parquet"))
     return p
 
 

@@ -26,6 +26,7 @@ import os
 import re
 import signal
 import time
+import uuid
 from typing import Any, Optional
 
 from airflow_flinkchain.airflow import paths
@@ -42,7 +43,10 @@ _LOCAL_N = re.compile(r"^local\[(\d+|\*)(?:,\s*\d+)?\]$")
 KILL_GRACE_SECONDS = 10
 #: The provider hook's constructor arguments: what the operator hands to its hook.
 _HOOK_ARGS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
-#: The JVM class a spark-submit process runs (how on_kill recognises it among its children).
+#: The Spark conf key each hook of a chain task gets with a value of its own (`--conf
+#: spark.flinkchain.submission=<uuid>`): how on_kill finds this task's spark-submit among the
+#: processes on the command line, without the provider's private attributes.
+SUBMISSION_CONF = "spark.flinkchain.submission"
 
 
 class ChainSubmitHook(SparkSubmitHook):
@@ -240,7 +244,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         """The provider's hook (as ChainSubmitHook), from its constructor arguments: the
         ones this operator was given, templated ones as rendered, plus what the master
         asks for: the worker's Python (and bundled Spark) for a local master, the package
-        archive as py_files for a cluster."""
+        archive as py_files for a cluster, and the submission's own `SUBMISSION_CONF`."""
         kwargs = {**self.hook_kwargs, **{k: getattr(self, k) for k in self.template_fields if k in _HOOK_ARGS}}
         master = self._master()
         self._check_cluster_rules(master, kwargs.get("deploy_mode"))
@@ -258,6 +262,8 @@ class ChainSubmitOperator(SparkSubmitOperator):
             if bundled and master.startswith("spark://") and not os.environ.get("SPARK_HOME"):
                 env["SPARK_HOME"] = paths.bundled_spark_home()  # spark-submit's own environment (client mode)
         kwargs["env_vars"] = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls()} or None
+        self.submission_id = uuid.uuid4().hex
+        kwargs["conf"] = {**(kwargs.get("conf") or {}), SUBMISSION_CONF: self.submission_id}
         return ChainSubmitHook(parallelism=self.chain_spec.parallelism, **kwargs)
 
     def _master(self) -> str:
@@ -289,7 +295,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         the SparkContext, which cancels the running tasks so subtasks reach their
         `dispose`; after KILL_GRACE_SECONDS the provider's on_kill SIGKILLs what is left
         (and kills the driver/application on a cluster)."""
-        for proc in _spark_submit_process(getattr(self, "_hook", None)):
+        for proc in spark_submit_processes(getattr(self, "submission_id", None)):
             family = _process_tree(proc.pid)
             self.log.info("Stopping spark-submit (pid %s) and %d child process(es)", proc.pid, len(family) - 1)
             for pid in family:
@@ -311,20 +317,36 @@ def spark_master(conn) -> str:
     return f"{master}:{conn.port}" if conn.port else master
 
 
-def _spark_submit_process(hook) -> list:
-    """The spark-submit process this task's hook started, if still running. Only that one:
-    other SparkSubmit children of this process (a SparkSession's gateway JVM in the same
-    interpreter, another task's submit) are not this task's to stop."""
-    sp = getattr(hook, "_submit_sp", None) if hook is not None else None
-    if sp is None:
+def spark_submit_processes(submission_id: Optional[str]) -> list:
+    """The running spark-submit process of the submission `submission_id` (its command line
+    holds `--conf spark.flinkchain.submission=<id>`), among this process's descendants. Only
+    that one: other SparkSubmit children of this process (a SparkSession's gateway JVM in the
+    same interpreter, another task's submit) are not this task's to stop."""
+    if not submission_id:
         return []
-    try:
-        import psutil
+    import psutil
 
-        proc = psutil.Process(sp.pid)
-        return [proc] if _running(proc) else []
-    except Exception:
+    marker = f"{SUBMISSION_CONF}={submission_id}"
+    try:
+        family = psutil.Process().children(recursive=True)
+    except psutil.Error:
         return []
+    found = []
+    for proc in family:
+        try:
+            if marker in proc.cmdline() and _running(proc):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    pids = {p.pid for p in found}
+    return [p for p in found if _parent_pid(p) not in pids]  # the top of the submission's tree
+
+
+def _parent_pid(proc) -> Optional[int]:
+    try:
+        return proc.ppid()
+    except Exception:
+        return None
 
 
 def _running(proc) -> bool:

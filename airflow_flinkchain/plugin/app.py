@@ -45,10 +45,18 @@ async def _refused_page(request: Request, exc: StarletteHTTPException) -> Respon
     path = getattr(request.scope.get("route"), "path", "")
     if exc.status_code in (401, 403) and path.startswith("/ui/"):
         depth = path.count("/") - 1  # back from /ui/... to the app's root, then to Airflow's
-        html = pages.no_access_page(exc.status_code, request.path_params.get("dag_id"),
+        status = 401 if session_refused(exc) else exc.status_code
+        html = pages.no_access_page(status, request.path_params.get("dag_id"),
                                     static="../" * depth + "static", home="../" * (depth + 1))
-        return HTMLResponse(html, status_code=exc.status_code)
+        return HTMLResponse(html, status_code=status)
     return await http_exception_handler(request, exc)
+
+
+def session_refused(exc: StarletteHTTPException) -> bool:
+    """The user is not signed in: no token, an expired one (Airflow's 401) or one that does not
+    decode (Airflow answers a garbage or forged token with 403 "Invalid JWT token"), as opposed
+    to a signed-in user who may not read the DAG (403 "Forbidden")."""
+    return exc.status_code == 401 or "token" in str(exc.detail).lower()
 
 
 def _store() -> RunStore:
@@ -77,9 +85,18 @@ def get_run(dag_id: str, run_id: str) -> dict:
     store = _store()
     run = store.get_run_metrics(dag_id, run_id)
     if run is None:
-        raise HTTPException(404, f"no run {run_id!r} recorded for DAG {dag_id!r}")
+        if _airflow_has_run(dag_id, run_id):
+            raise HTTPException(404, f"Run {run_id} has no record of its chains yet (its pipeline setup task "
+                                     "has not run)")
+        raise HTTPException(404, f"DAG {dag_id} has no run {run_id}")
     plan = store.get_plan(dag_id, run["plan_hash"]) if run["plan_hash"] else None
     return {"run": run, "plan": add_asset_links(plan)}
+
+
+def _airflow_has_run(dag_id: str, run_id: str) -> bool:
+    from airflow.models.dagrun import DagRun
+
+    return bool(DagRun.find(dag_id=dag_id, run_id=run_id))
 
 
 @app.get("/ui/dag/{dag_id}", response_class=HTMLResponse, dependencies=[can_read_dag])

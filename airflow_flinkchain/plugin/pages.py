@@ -84,11 +84,11 @@ def no_pipeline_page(dag_id: str) -> str:
 
 def no_access_page(status: int, dag_id: Optional[str], static: str, home: str) -> str:
     """What a page of the plugin shows instead of Airflow's JSON error: 403 (the user may not
-    read the DAG) or 401 (not signed in, or the session ended)."""
+    read the DAG) or 401 (not signed in, or the session is invalid or expired)."""
     if status == 401:
         title, text = "Not signed in", (
-            "Your Airflow session has ended or you are not signed in. Sign in to Airflow again to see "
-            f"the chains. {_airflow_link(home, 'Go to Airflow')}")
+            "Your Airflow session is invalid or has expired, or you are not signed in. Sign in to "
+            f"Airflow again to see the chains. {_airflow_link(home, 'Go to Airflow')}")
     else:
         what = f"the DAG <code>{escape(dag_id)}</code>" if dag_id else "this page"
         title, text = "No access", (

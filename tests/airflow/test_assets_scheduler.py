@@ -4,7 +4,7 @@ Parquet sink and a SQL table sink) runs with OpenLineage's file transport on; th
 asset events it emitted, the OpenLineage events of its chain task and the run of
 af_assets_downstream (scheduled on the Parquet sink) are checked. The same stack
 serves Airflow's asset view of the example DAGs for docs/data-awareness.md
-(docs/assets-graph.png)."""
+(docs/assets-graph.png), after a run of flinkchain_orders and the report it triggers."""
 
 from __future__ import annotations
 
@@ -245,14 +245,21 @@ def _api(base: str, path: str) -> dict:
 def test_screenshot_of_the_example_asset_graph(asset_stack):
     if not os.path.exists(CHROMIUM):
         pytest.skip("chromium not installed (make system-deps installs it)")
+    # the example DAGs run as a user's would: the revenue report waits on the revenue table,
+    # flinkchain_orders writes it (an asset event), which triggers the report
+    env = asset_stack["env"]
+    _unpause_when_parsed(env, "flinkchain_revenue_report")
+    trigger_and_unpause(env, "flinkchain_orders")
+    assert finished_run(env, "flinkchain_orders", timeout=1800)[0] == "success", _log(asset_stack)
     assets = _api(asset_stack["base"], "/api/v2/assets?name_pattern=orders.revenue_per_region")["assets"]
-    assert assets, "the example revenue table asset is not registered"
-    asset = assets[0]
+    [asset] = [a for a in assets if a["name"] == "orders.revenue_per_region"]
     assert asset["uri"].endswith("/flinkchain/examples.db/revenue_per_region"), asset
     assert {r["dag_id"] for r in asset["scheduled_dags"]} == {"flinkchain_revenue_report"}
     # (af_orders of test_airflow_scheduler.py writes it too when that ran first in this session)
     assert ("flinkchain_orders", "orders.revenue_per_region") in {
         (r["dag_id"], r["task_id"]) for r in asset["producing_tasks"]}
+    events = _api(asset_stack["base"], f"/api/v2/assets/events?asset_id={asset['id']}")
+    assert events["total_entries"] >= 1, events  # the page shows the run's event, not "0 Asset Events"
     shot = SCREENSHOT.with_suffix(".tmp.png")
     graph = {"dag:flinkchain_orders", f"asset:{asset['id']}", "dag:flinkchain_revenue_report"}
     for _ in range(3):  # the graph is laid out asynchronously: now and then it is not drawn in time
@@ -261,7 +268,9 @@ def test_screenshot_of_the_example_asset_graph(asset_stack):
         nodes = re.findall(r'class="react-flow__node [^"]*"[^>]*data-id="([^"]+)"', done.stdout)
         if graph <= set(nodes):
             break
-    # the producing DAG, the asset and the DAG scheduled on it, drawn in the same render as the screenshot
+    # the producing DAG, the asset and the DAG scheduled on it, drawn in the same render as the screenshot;
+    # the example's sinks by their asset names, not by paths of this test's AIRFLOW_HOME
     assert graph <= set(nodes), nodes
+    assert env["AIRFLOW_HOME"] not in done.stdout, "a path of the test's AIRFLOW_HOME is on the page"
     assert shot.exists() and shot.stat().st_size > 10_000, done.stderr[-2000:]
     shot.replace(SCREENSHOT)

@@ -63,14 +63,15 @@ def _python_workers(root_pid):
 
 def test_on_kill_stops_spark_submit_and_every_child(spark, tmp_path, monkeypatch):
     """`spark`: a SparkSession's gateway JVM is also a SparkSubmit child of this process; on_kill
-    must leave it alone (it stops only its own hook's spark-submit)."""
+    must leave it alone (it stops only its own submission's spark-submit, found by the
+    `--conf spark.flinkchain.submission=<id>` on its command line)."""
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"local[2]"}')
     monkeypatch.setattr(operators, "KILL_GRACE_SECONDS", 5)
     dag, _ = render(linear())
     op = dag.task_dict["linear.events"]
     app = tmp_path / "slow_app.py"
     app.write_text(SLOW_APP)
-    op._hook = op._get_hook()
+    op._hook = op._get_hook()  # what the provider's execute() does before submit()
     outcome = {}
 
     def submit():
@@ -85,7 +86,8 @@ def test_on_kill_stops_spark_submit_and_every_child(spark, tmp_path, monkeypatch
     deadline = time.time() + 180
     proc = None
     while time.time() < deadline:
-        proc = getattr(op._hook, "_submit_sp", None)
+        found = operators.spark_submit_processes(op.submission_id)  # by its command line's --conf
+        proc = found[0] if len(found) == 1 else None
         if proc is not None and len(_python_workers(proc.pid)) >= 1:
             break
         assert thread.is_alive(), f"spark-submit ended before the job ran: {outcome}"

@@ -61,6 +61,15 @@ def test_a_garbage_token_is_refused(client):
     assert client.get(f"/api/pipelines/{DAG}", headers=auth("not-a-jwt")).status_code in (401, 403)
 
 
+@pytest.mark.parametrize("token", ["not-a-jwt", "eyJhbGciOiJIUzUxMiJ9.e30.c2lnbmF0dXJl"])
+def test_a_garbage_token_reads_as_an_invalid_session_not_as_no_access(client, token):
+    """Airflow answers a token that does not decode with 403 "Invalid JWT token": the page says
+    the session is invalid or expired (as for an expired token), not "ask your administrator"."""
+    page = client.get(f"/ui/dag/{DAG}", headers=auth(token))
+    assert page.status_code == 401 and "Not signed in" in page.text, page.text
+    assert "session is invalid or has expired" in page.text and "administrator" not in page.text
+
+
 def test_pipeline_list_shows_only_readable_dags(client, tokens):
     answer = client.get("/api/pipelines", headers=auth(tokens["viewer"])).json()
     assert [p["dag_id"] for p in answer["pipelines"]] == [DAG, "other_dag"]
@@ -119,7 +128,10 @@ def test_the_session_cookie_works_like_the_header(client, tokens):
 
 def test_unknown_pipeline_and_run_are_404_in_the_api(client, tokens):
     assert client.get("/api/pipelines/plain_dag", headers=auth(tokens["admin"])).status_code == 404
-    assert client.get(f"/api/pipelines/{DAG}/runs/nope", headers=auth(tokens["admin"])).status_code == 404
+    unknown = client.get(f"/api/pipelines/{DAG}/runs/nope", headers=auth(tokens["admin"]))
+    assert unknown.status_code == 404
+    # Airflow has no such run either: it is unknown, not waiting for its setup task
+    assert unknown.json()["detail"] == f"DAG {DAG} has no run nope"
 
 
 def test_a_dag_without_pipeline_gets_a_friendly_note(client, tokens):

@@ -12,7 +12,7 @@ import pytest
 
 from tests.plugin.browser import CHROMIUM, Browser
 from tests.plugin.dag_level_auth import OUTSIDER
-from tests.plugin.ui_stack import DAG, RUNS, UiStack, seed_store
+from tests.plugin.ui_stack import DAG, RUNS, STREAM_RUNS, UiStack, seed_store
 
 pytestmark = [pytest.mark.airflow, pytest.mark.browser]
 
@@ -57,8 +57,8 @@ def stack(airflow_env, plugin_store_url, users):
         stack.stop()
 
 
-def signed_in(stack, token: str) -> Browser:
-    browser = Browser(width=1280, height=800)
+def signed_in(stack, token: str, width: int = 1280) -> Browser:
+    browser = Browser(width=width, height=800)
     browser.set_cookie(stack.base, "_token", token)  # what Airflow's login sets
     return browser
 
@@ -184,3 +184,73 @@ def test_a_user_without_access_reads_why(stack, users):
         browser.open(f"{stack.base}/plugin/flinkchain-pipelines")
         browser.wait_for(f"{DOC}.querySelector('a[data-airflow-link]')")
         assert browser.eval(f"[...{DOC}.querySelectorAll('a')].map(a => a.textContent)") == ["other_dag"]
+
+
+# The run documents the tab fetched (the iframe's resource timing): one per run shown.
+RUN_FETCHES = f"{FRAME}.contentWindow.performance.getEntriesByType('resource').filter(e => e.name.includes('/runs/'))" \
+              ".map(e => decodeURIComponent(e.name.split('/runs/')[1]))"
+# Elements of chain boxes that stick out of their box (right edge past the box's), with their text.
+OVERFLOWING = f"""[...{DOC}.querySelectorAll('.chain')].flatMap(box => {{
+    const right = box.getBoundingClientRect().right;
+    return [...box.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > right + 0.5)
+        .map(e => e.className + ': ' + e.textContent);
+}})"""
+
+
+def test_stream_runs_drained_and_mid_stream_at_1400_px(stack, users):
+    """A drained stream run shows its Stream run table with the MAX watermark as the end of the
+    stream; an operator that got no record is "not timed"; a mid-stream run's watermarks are UTC
+    times that stay inside their chain boxes at a 1400 px window; each run document is fetched
+    once per run shown."""
+    slice_run, drain = STREAM_RUNS
+    with signed_in(stack, users["alice"], width=1400) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(drain, safe='')}")
+        wait_for_tab(browser, drain)
+        table = browser.wait_for(f"!{DOC}.getElementById('stream-run').hidden && "
+                                 f"{DOC}.querySelector('#stream-run table').innerText")
+        rows = browser.eval(f"[...{DOC}.querySelectorAll('#stream-run tbody tr')].map(r => r.innerText.split('\t'))")
+        assert [r[0] for r in rows] == ["read_orders", "by_customer", "write_rejects"], table
+        assert rows[1][3] == "end of stream" and rows[0][3] == "–", rows
+        box = browser.eval(f"{DOC}.querySelector('#chain-by_customer').innerText")
+        assert "watermark end of stream" in box and "Invalid" not in box, box
+        assert "not timed" in box and "0% · 0 ms" not in box, box
+        assert browser.eval(RUN_FETCHES) == [drain]
+
+        choose_run(browser, slice_run)
+        wait_for_tab(browser, slice_run)
+        rows = browser.eval(f"[...{DOC}.querySelectorAll('#stream-run tbody tr')].map(r => r.innerText.split('\t'))")
+        assert rows[0][1] == "read_orders: 1 file" and rows[1][3] == "2025-01-01 10:00:00.000 UTC", rows
+        box = browser.eval(f"{DOC}.querySelector('#chain-by_customer').innerText")
+        assert "watermark 2025-01-01 10:00:00.000 UTC" in box, box
+        assert browser.eval(OVERFLOWING) == []
+        assert browser.eval(RUN_FETCHES) == [drain, slice_run]
+
+
+def test_an_unknown_run_is_called_unknown(stack, users):
+    """A run id Airflow does not know is unknown; a run Airflow has whose setup task has not
+    recorded it yet says so."""
+    stack.trigger_run(users["admin"], "manual__not_set_up")
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id=no_such_run")
+        wait_for_tab(browser, "no_such_run")
+        text = browser.eval(f"{DOC}.getElementById('run-summary').innerText")
+        assert text == f"DAG {DAG} has no run no_such_run: showing the plan only.", text
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id=manual__not_set_up")
+        wait_for_tab(browser, "manual__not_set_up")
+        text = browser.eval(f"{DOC}.getElementById('run-summary').innerText")
+        assert text == ("Run manual__not_set_up has no record of its chains yet (its pipeline setup task has "
+                        "not run): showing the plan only."), text
+
+
+def test_the_path_column_has_room_beside_the_links(stack, users):
+    """Sink paths are read whole-ish: the Path column is wider than the Links column."""
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}")
+        wait_for_tab(browser, RUNS[1])
+        widths = browser.eval(f"""(() => {{
+            const head = [...{DOC}.querySelectorAll('#endpoints th')];
+            const at = (name) => head.find(h => h.textContent === name).getBoundingClientRect().width;
+            const ch = parseFloat(getComputedStyle({DOC}.querySelector('#endpoints td.path')).fontSize) * 0.6;
+            return {{path: at('Path'), links: at('Links'), ch}};
+        }})()""")
+        assert widths["path"] >= 30 * widths["ch"] and widths["path"] > widths["links"], widths

@@ -28,6 +28,11 @@ for dag_id in ("orders_dag", "other_dag", "plain_dag"):
 REPO = Path(__file__).resolve().parents[2]
 DAG = "orders_dag"
 RUNS = ("manual__run_1", "manual__run_2+late")  # run_2 is the latest; its id needs URL-encoding
+# Stream runs in the store only (older than RUNS): one mid-stream, with epoch watermarks, and
+# the drain that ended the stream (operators at Flink's MAX watermark, some without input).
+STREAM_RUNS = ("stream__slice", "stream__drain")
+MAX_WATERMARK = 9223372036854775807
+SLICE_WATERMARK = 1735725600000  # 2025-01-01 10:00:00 UTC
 
 
 def free_port() -> int:
@@ -65,7 +70,35 @@ def seed_store(store) -> None:
                 op["time_ms"] = 0.0625  # 62.5 µs per subtask
         store.record_attempt(doc, try_number=1)
     store.finish_run(DAG, RUNS[1], ended_at="2025-01-02T10:00:30Z")
+    for day, run_id in enumerate(STREAM_RUNS, start=1):
+        drained = run_id == STREAM_RUNS[1]
+        store.start_run(DAG, run_id, plan=plan(), started_at=f"2024-12-0{day}T10:00:00Z")
+        for chain in ("read_orders", "by_customer", "write_rejects"):
+            store.record_attempt(stream_metrics(run_id, chain, drained), try_number=1)
+        store.finish_run(DAG, run_id, ended_at=f"2024-12-0{day}T10:01:00Z")
     store.record_plan("other_dag", plan(pipeline="other"))
+
+
+def stream_metrics(run_id: str, chain: str, drained: bool) -> dict:
+    """A stream run's metrics document: the runtime's `stream` entry per chain; watermarks are
+    epoch times, or MAX in the drain, whose by_customer chain got no record."""
+    from tests.store.sample import metrics
+
+    doc = metrics(dag_id=DAG, run_id=run_id, chain=chain)
+    mark = MAX_WATERMARK if drained else SLICE_WATERMARK
+    for op in doc["operators"]:
+        if chain == "by_customer":
+            op["watermark"] = mark
+            if drained:  # the drain fires what was pending: nothing came in
+                op["records_in"], op["time_ms"] = 0, 0.0
+    files = [] if drained else [["/in/orders/part-1.json", 0, [4096, 1735725600000000000]]]
+    doc["stream"] = {"chain": chain, "read": {"read_orders": files} if chain == "read_orders" else {},
+                     "sources": {}, "sinks": {},
+                     "operators": {op["key"]: {"chain": chain, "parallelism": 3, "stateful": True, "bytes": 2048,
+                                               "written": 2048, "max_parallelism": 128,
+                                               "watermark": op["watermark"]}
+                                   for op in doc["operators"] if op["subtask"] == 0}}
+    return doc
 
 
 class UiStack:
@@ -114,16 +147,20 @@ class UiStack:
 
     def trigger_runs(self, token: str) -> None:
         """The DAG runs of RUNS, through Airflow's REST API (queued: no scheduler runs them)."""
+        for run_id in RUNS:
+            self.trigger_run(token, run_id)
+
+    def trigger_run(self, token: str, run_id: str) -> None:
+        """A DAG run of orders_dag through Airflow's REST API (queued: no scheduler runs it)."""
         import json
         import urllib.request
 
-        for run_id in RUNS:
-            request = urllib.request.Request(
-                f"{self.base}/api/v2/dags/{DAG}/dagRuns", method="POST",
-                data=json.dumps({"dag_run_id": run_id, "logical_date": None}).encode(),
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 200, answer.read()
+        request = urllib.request.Request(
+            f"{self.base}/api/v2/dags/{DAG}/dagRuns", method="POST",
+            data=json.dumps({"dag_run_id": run_id, "logical_date": None}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            assert answer.status == 200, answer.read()
 
     def stop(self) -> None:
         try:

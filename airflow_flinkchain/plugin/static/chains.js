@@ -150,11 +150,13 @@
     row.append(stats);
     const share = Math.round((m.time_share || 0) * 1000) / 10;
     // Time is sampled on records passing through the chain: records an operator only got
-    // otherwise (e.g. emitted by a reduce at the end of input) leave it without a sample.
-    const untimed = !m.time_ms && m.records_in > 0;
-    row.append(el("div", { class: "timebar", title: untimed
-      ? "no timing sample: its records did not pass through the sampled path (e.g. emitted at the end of input)"
-      : `${share}% of the chain's operator time` }, [
+    // otherwise (e.g. emitted by a reduce at the end of input) leave it without a sample,
+    // and an operator that got no record has no time to show.
+    const untimed = !m.time_ms;
+    row.append(el("div", { class: "timebar", title: !untimed ? `${share}% of the chain's operator time`
+      : m.records_in > 0 || op.kind === "source"
+        ? "no timing sample: its records did not pass through the sampled path (e.g. emitted at the end of input)"
+        : "no timing sample: no record came in" }, [
       el("div", { style: `width:${Math.min(100, share)}%` }),
       el("span", { text: `${untimed ? "not timed" : `${share}% · ${ms(m.time_ms)}`} · ${m.subtasks} subtask${m.subtasks === 1 ? "" : "s"}` }),
     ]));
@@ -166,13 +168,25 @@
   }
 
   // A gauge is an event time in ms (the watermark): shown as a UTC time when it is an epoch one.
+  // Flink's MAX watermark (Long.MAX_VALUE, a drained or finished stream) is the end of the
+  // stream, its MIN none yet; both are beyond what a Date holds (±8.64e15 ms).
   function gaugeText(value) {
+    if (value >= 8.64e15) return "end of stream";
+    if (value <= -8.64e15) return "none";
     return Math.abs(value) >= 1e11 ? new Date(value).toISOString().replace("T", " ").replace("Z", " UTC") : n(value);
+  }
+
+  // A gauge's text as nodes that may wrap between the date and the time of day only (a chain
+  // box is narrower than a whole UTC time in a narrow frame).
+  function gaugeNodes(value) {
+    const text = gaugeText(value), split = text.match(/^(\d{4}-\d\d-\d\d) (.+)$/);
+    const piece = (t) => el("span", { class: "nowrap", text: t });
+    return split ? [piece(split[1]), " ", piece(split[2])] : [piece(text)];
   }
 
   function gaugeStat(gauge, value) {
     return el("span", { class: `stat-gauge stat-${gauge.name}`, title: `${gauge.description} (${n(value)} ms)` },
-              [`${gauge.label} `, el("span", { class: "n", text: gaugeText(value) })]);
+              [`${gauge.label} `, el("span", { class: "n" }, gaugeNodes(value))]);
   }
 
   function stat(label, value, title, cls) {
@@ -183,9 +197,10 @@
     if (!m) return el("footer", { text: "not run in this run" });
     const parts = [`attempt ${m.attempt}${m.attempts > 1 ? ` (${m.attempts} attempts)` : ""}`];
     if (m.duration_ms != null) parts.push(ms(m.duration_ms));
-    for (const g of gauges) if (m[g.name] != null) parts.push(`${g.label} ${gaugeText(m[g.name])}`);
+    for (const g of gauges) if (m[g.name] != null) parts.push([`${g.label} `, ...gaugeNodes(m[g.name])]);
     if (m.spark_app_id) parts.push(m.spark_app_id);
-    const line = parts.flatMap((part, i) => [i ? " · " : null, el("span", { class: "part", text: part })]);
+    const line = parts.flatMap((part, i) => [i ? " · " : null, typeof part === "string"
+      ? el("span", { class: "part", text: part }) : el("span", {}, part)]);
     return el("footer", {}, [...line, m.error && el("div", { class: "error", text: m.error })]);
   }
 
@@ -288,7 +303,7 @@
   let pipeline = null;
   let following;  // the run shown or being loaded
 
-  function render(plan, run, runId) {
+  function render(plan, run, runId, missing) {
     shown = { plan, run, runId };
     document.getElementById("plan-info").textContent =
       `${plan.chains.length} chains · ${plan.chains.reduce((s, c) => s + c.operators.length, 0)} operators · ` +
@@ -298,15 +313,18 @@
     graph.replaceChildren(...columnsOf(plan).map((column) =>
       el("div", { class: "column" }, column.map((chain) => chainBox(chain, plan, byChain.get(chain.id))))));
     drawEdges(plan, run);
-    renderSummary(run, runId);
+    renderSummary(run, runId, missing);
     renderEndpoints(plan, run);
+    // stream.js draws the stream-run table from the same document (one fetch per run shown)
+    app.dispatchEvent(new CustomEvent("run-shown", { detail: { run, gaugeText } }));
   }
 
-  function renderSummary(run, runId) {
+  // `missing`: why the run has no record (the API's 404: a run not set up yet, or unknown).
+  function renderSummary(run, runId, missing) {
     const box = document.getElementById("run-summary");
     if (!run) {
       box.replaceChildren(el("span", { class: "muted", text: runId
-        ? `Run ${runId} has no record of its chains yet (its pipeline setup task has not run): showing the plan only.`
+        ? `${missing || `Run ${runId} has no record`}: showing the plan only.`
         : "No run recorded yet: showing the plan only." }));
       return;
     }
@@ -326,11 +344,12 @@
     if (runId) {
       try {
         data = await getJSON(`${api}/runs/${encodeURIComponent(runId)}`);
-      } catch (error) {  // 404: a run Airflow has but the store not (yet): the plan alone
+      } catch (error) {  // 404: a run the store has no record of (not set up yet, or unknown): the plan alone
         if (error.status !== 404) throw error;
+        data = { run: null, missing: error.message };
       }
     }
-    if (runId === following) render(data.plan || pipeline.plan, data.run, runId);  // not overtaken
+    if (runId === following) render(data.plan || pipeline.plan, data.run, runId, data.missing);  // not overtaken
   }
 
   // The run the address asks for: the DAG run page's (/dags/<dag>/runs/<run>/plugin/chains),
@@ -401,11 +420,14 @@
 
   // What went wrong, in words (the API's JSON error is for programs).
   function problem(error) {
+    // Airflow answers a token that does not decode with 403 "Invalid JWT token": not signed in.
+    const signedOut = error.status === 401 || (error.status === 403 && /token/i.test(error.message));
+    if (signedOut)
+      return ["Not signed in", "Your Airflow session is invalid or has expired. Reload the page to sign in to " +
+              "Airflow again."];
     if (error.status === 403)
       return ["No access", `You do not have access to the DAG ${app.dataset.dagId}, so its chains and run ` +
               "metrics are not shown. Ask your Airflow administrator for read access to the DAG."];
-    if (error.status === 401)
-      return ["Not signed in", "Your Airflow session has ended. Reload the page to sign in to Airflow again."];
     if (error.status === 404) return ["Not found", error.message];
     return ["Could not load the job graph", error.message];
   }

@@ -1,15 +1,13 @@
 /* airflow-flinkchain Chains tab, stream runs (docs/stream-runs.md): for the run on screen,
    per chain the input it read (files / ranges per source), the state it holds (snapshot
-   size) and the watermark it reached. Fed by the same run JSON as chains.js (`chains[].stream`);
-   redrawn whenever chains.js draws a run (it rewrites #run-summary). */
+   size) and the watermark it reached. Drawn from the run document chains.js shows (its
+   `run-shown` event on #chains-app, with its watermark formatting): no fetch of its own. */
 (function () {
   "use strict";
 
   const app = document.getElementById("chains-app");
   const box = document.getElementById("stream-run");
-  const summary = document.getElementById("run-summary");
-  const picker = document.getElementById("run-select");
-  if (!app || !box || !summary) return;
+  if (!app || !box) return;
   const numberFormat = new Intl.NumberFormat("en");
 
   function el(tag, text, attrs) {
@@ -26,12 +24,6 @@
     let v = n / 1024, i = 0;
     while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
     return `${v.toFixed(1)} ${units[i]}`;
-  }
-
-  function watermark(ms) {  // as chains.js shows gauges: a UTC time with milliseconds
-    if (ms === null || ms === undefined) return "–";
-    if (Math.abs(ms) < 1e11) return numberFormat.format(ms);
-    return new Date(ms).toISOString().replace("T", " ").replace("Z", " UTC");
   }
 
   // What a chain's sources read in this run: "3 files" / "2 ranges" / "whole" / "nothing".
@@ -51,7 +43,8 @@
       ? ranges.map((r) => `${source} ${r[0]} [${JSON.stringify(r[1])}, ${JSON.stringify(r[2])})`) : []).join("\n");
   }
 
-  function render(run) {
+  // `watermark`: chains.js's text of a watermark (a UTC time, the end of the stream...).
+  function render(run, watermark) {
     const chains = (run?.chains || []).filter((c) => c.stream);
     if (!chains.length) { box.hidden = true; box.replaceChildren(); return; }
     const table = el("table", null, { class: "stream-table" });
@@ -66,20 +59,12 @@
       const row = el("tr", null, { "data-chain": c.chain_id });
       row.append(el("td", c.chain_id), el("td", readText(c.stream.read), { class: "read", title: readTitle(c.stream.read) }),
                  el("td", bytes(state), { class: "state-size", "data-bytes": String(state) }),
-                 el("td", watermark(marks.length ? Math.min(...marks) : null), { class: "watermark" }));
+                 el("td", marks.length ? watermark(Math.min(...marks)) : "–", { class: "watermark" }));
       table.tBodies[0].append(row);
     }
     box.replaceChildren(el("h2", "Stream run"), table);
     box.hidden = false;
   }
 
-  async function refresh() {
-    const runId = picker?.value;
-    if (!runId || picker.disabled) { render(null); return; }
-    const response = await fetch(`${app.dataset.api}/runs/${encodeURIComponent(runId)}`,
-                                 { credentials: "same-origin", headers: { Accept: "application/json" } });
-    if (response.ok) render((await response.json()).run);
-  }
-
-  new MutationObserver(() => refresh().catch(() => render(null))).observe(summary, { childList: true });
+  app.addEventListener("run-shown", (event) => render(event.detail.run, event.detail.gaugeText));
 })();

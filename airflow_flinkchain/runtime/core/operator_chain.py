@@ -311,8 +311,12 @@ class OperatorChain:
                     break
                 t = type(element)
                 if t is wm_type:
+                    # not the sample: the next record is (a stream run's input starts with the
+                    # restored watermark; with fewer than TIMING_SAMPLE_EVERY records after it,
+                    # sampling only the first element would leave the chain untimed)
                     head.process_watermark(element)
-                elif t is record_type:
+                    continue
+                if t is record_type:
                     cell.value = element.timestamp
                     timed(element.value)
                     cell.value = None
