@@ -360,7 +360,7 @@ def test_equal_keys_of_different_types_form_one_group(spark, tmp_path):
     import numpy as np
 
     keys = [1, np.int64(1), decimal.Decimal(1), 1.0, 2, np.int32(2)]
-    p = P(parallelism=2)
+    p = P(parallelism=2, runtime_mode="batch")  # one count per key
     p.from_collection([(k, 1) for k in keys]).name("src").key_by(lambda r: r[0]) \
         .reduce(lambda a, b: (a[0], a[1] + b[1])).name("count").map(lambda r: (int(r[0]), r[1])).name("out_map") \
         .collect("out")
@@ -370,7 +370,7 @@ def test_equal_keys_of_different_types_form_one_group(spark, tmp_path):
 @pytest.mark.spark
 @pytest.mark.parametrize("policy", ["skip", "dead_letter"])
 def test_failing_key_selector_follows_on_error(spark, tmp_path, policy):
-    p = P(on_error=policy)
+    p = P(on_error=policy, runtime_mode="batch")  # one count per key
     keyed = p.from_collection([{"k": 1}, {"nokey": 2}, {"k": 1}]).name("src").key_by(lambda r: r["k"])
     reduced = keyed.reduce(lambda a, b: {"k": a["k"], "n": a.get("n", 1) + b.get("n", 1)}).name("count")
     reduced.collect("out")
