@@ -80,7 +80,8 @@ class FileSourceReader(SourceReader):
                     pieces.append([file, []])
                 pieces[-1][1].append(data.slice(start, end - start))
                 start = end
-        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for _, part in pieces])
+        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for _, part in pieces],
+                            continuous=self.descriptor.monitor)
 
     def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The same rows as Arrow batches, for a batch operator at the head of the chain."""

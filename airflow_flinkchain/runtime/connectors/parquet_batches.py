@@ -54,6 +54,7 @@ class ParquetBatchReader(SourceReader):
         self.path = path
         self.files = files
         self.schema = descriptor.schema
+        self.monitor = descriptor.monitor
         self.label = label
         self.parallelism = parallelism
 
@@ -88,4 +89,4 @@ class ParquetBatchReader(SourceReader):
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
         return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._piece_batches(*piece)))
-                             for piece in self._pieces(subtask)])
+                             for piece in self._pieces(subtask)], continuous=self.monitor)

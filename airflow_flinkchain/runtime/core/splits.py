@@ -15,10 +15,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 
 class SourceSplits:
-    """`splits`: one iterable of records per split, in reading order (read lazily)."""
+    """`splits`: one iterable of records per split, in reading order (read lazily).
+    `continuous`: the splits are one stream read in order with one watermark (the files of a
+    monitored directory: they arrive one after another, and stream runs read them so)."""
 
-    def __init__(self, splits: Sequence[Iterable]):
-        self.splits = list(splits)
+    def __init__(self, splits: Sequence[Iterable], continuous: bool = False):
+        self.splits = [chain.from_iterable(splits)] if continuous else list(splits)
 
     def __len__(self) -> int:
         return len(self.splits)

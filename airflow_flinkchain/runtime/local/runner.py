@@ -254,7 +254,7 @@ class LocalTaskIO:
             return self.run.source.read(subtask, iter(())), self.run.source.plain_values
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
-            return SourceSplits([t.to_pylist() for t in self.run.file_split(subtask)]), True
+            return SourceSplits([t.to_pylist() for t in self.run.file_split(subtask)], continuous=source.monitor), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
