@@ -111,7 +111,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
 def _check_outputs_replaceable(area: CheckpointArea, latest: dict, job) -> None:
     """A published sink (a Delta table) keeps what a committed run wrote: re-running that run
     would write its output a second time."""
-    manifest = read_json(area.checkpoint(latest["checkpoint"]).join(MANIFEST))
+    manifest = area.manifest(latest["checkpoint"])
     published = sorted(k for k, s in manifest["sinks"].items() if s.get("publish"))
     if published:
         raise StreamRunError(f"run {latest['run_id']!r} of pipeline {job.pipeline!r} committed checkpoint "
