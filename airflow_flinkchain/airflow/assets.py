@@ -29,7 +29,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from airflow_flinkchain.io.sinks import DeltaSink, FileSink, SqlSink
+from airflow_flinkchain.io.sinks import DeltaSink, FileSink, IcebergSink, SqlSink
 from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, SqlSource
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,8 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
         return sql_uri_from_connection(descriptor.conn_id, table, where)
     if isinstance(descriptor, NatsJetStreamSource):
         return nats_uri(descriptor.servers[0], descriptor.stream)
+    if isinstance(descriptor, IcebergSink):
+        return iceberg_uri(descriptor.catalog_name, descriptor.table)
     return None
 
 
@@ -183,6 +185,13 @@ def nats_uri(server: str, stream: str) -> str:
     credentials; port 4222 when the URL has none)."""
     u = urllib.parse.urlsplit(server if "://" in server else "nats://" + server)
     return f"nats://{u.hostname or 'localhost'}:{u.port or 4222}/{stream}"
+
+
+def iceberg_uri(catalog: str, table: str) -> str:
+    """An Iceberg table as an asset URI: `iceberg://{catalog}/{namespace}/{table}` (the
+    catalog's name; a nested namespace keeps its dots)."""
+    namespace, name = table.rsplit(".", 1)
+    return f"iceberg://{urllib.parse.quote(catalog, safe='')}/{namespace}/{name}"
 
 
 def sql_uri_from_url(url: str, table: str) -> str:

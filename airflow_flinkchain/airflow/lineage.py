@@ -72,6 +72,8 @@ def dataset_name(uri: str) -> tuple[str, str]:
         return f"{scheme}://{u.netloc}", ".".join(parts)
     if scheme == "nats" and parts:  # a JetStream stream: namespace the server, name the stream
         return f"nats://{u.netloc}", parts[-1]
+    if scheme == "iceberg" and len(parts) > 1:  # a catalog's table: namespace the catalog, name ns.table
+        return f"iceberg://{u.netloc}", ".".join(parts)
     if scheme == "sqlite" and len(parts) > 1:
         return f"sqlite://{path.rsplit('/', 1)[0]}", parts[-1]
     return f"{scheme}://{u.netloc}", path or "/"

@@ -2,8 +2,8 @@
 They only describe what to read and write; the runtime reads and writes them
 (`runtime.connectors`, looked up by descriptor type)."""
 
-from airflow_flinkchain.io.sinks import (CollectSink, CsvSink, DeltaSink, FileSink, JsonLinesSink, ParquetSink, Sink,
-                                        SqlSink)
+from airflow_flinkchain.io.sinks import (CollectSink, CsvSink, DeltaSink, FileSink, IcebergSink, JsonLinesSink,
+                                        ParquetSink, Sink, SqlSink)
 from airflow_flinkchain.io.sources import (
     CollectionSource,
     CsvSource,
@@ -17,6 +17,7 @@ from airflow_flinkchain.io.sources import (
 )
 
 __all__ = [
-    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "JsonLinesSink",
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "IcebergSink",
+    "JsonLinesSink",
     "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

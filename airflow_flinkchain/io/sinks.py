@@ -238,6 +238,13 @@ class SqlSink(Sink):
         return f"SQL table {self.table} on {self.conn_id or _redact(self.url)}"
 
 
+def _run_columns(sink: Any, where: str) -> None:
+    if not isinstance(sink.run_id_column, str) or not sink.run_id_column:
+        raise ValueError(f"{where}: run_id_column must be a column name, got {sink.run_id_column!r}")
+    if sink.dag_id_column is not None and (not isinstance(sink.dag_id_column, str) or not sink.dag_id_column):
+        raise ValueError(f"{where}: dag_id_column must be a column name or None, got {sink.dag_id_column!r}")
+
+
 DELTA_MODES = ("append", "merge")
 
 
@@ -250,6 +257,9 @@ class DeltaSink(Sink):
     id), so a repeated publication writes nothing. `mode="append"` appends the records;
     `merge_keys` (mode "merge") upserts them: per key the run's last record replaces the
     table's row. The table is created on the first write, partitioned by `partition_by`.
+    In a batch run the run's output is one Delta commit too: an append replaces the rows of
+    this (DAG id, run id) (columns `run_id_column`, `dag_id_column`, as SqlSink's), a merge
+    upserts; so a retried run replaces its rows.
 
     Examples:
         >>> DeltaSink("/lake/orders_by_customer", merge_keys=("customer",)).describe()
@@ -261,6 +271,9 @@ class DeltaSink(Sink):
     merge_keys: Optional[tuple] = None
     partition_by: Optional[tuple] = None
     storage_options: Optional[dict] = None
+    #: Batch runs, mode "append": the columns keying a run's rows (as SqlSink's).
+    run_id_column: str = "_run_id"
+    dag_id_column: Optional[str] = "_dag_id"
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path or "{{" in self.path or "{%" in self.path:
@@ -278,7 +291,55 @@ class DeltaSink(Sink):
             raise ValueError(f"DeltaSink({self.path!r}): mode must be one of {DELTA_MODES}, got {self.mode!r}")
         if self.mode == "merge" and not self.merge_keys:
             raise ValueError(f"DeltaSink({self.path!r}): mode='merge' needs merge_keys, the columns of the key")
+        _run_columns(self, f"DeltaSink({self.path!r})")
         super().__post_init__()
 
     def describe(self) -> str:
         return f"Delta table {self.path}" + (f" (merge on {', '.join(self.merge_keys)})" if self.merge_keys else "")
+
+
+@dataclass(frozen=True, eq=False)
+class IcebergSink(Sink):
+    """The Iceberg table `table` ("namespace.table") of a catalog, written with `pyiceberg`
+    (docs/connectors.md#iceberg). `catalog`: a dict of pyiceberg catalog properties (e.g.
+    `{"type": "sql", "uri": "sqlite:////data/catalog.db", "warehouse": "file:///data/wh"}`;
+    its optional "name" names the catalog, default "default") or the name of a catalog
+    configured for pyiceberg (`.pyiceberg.yaml`, `PYICEBERG_CATALOG__...` variables). In a
+    stream run all of a run's output becomes ONE appended snapshot, written after the
+    checkpoint's commit point, whose summary holds the app id (pipeline and sink) and the
+    checkpoint id; a publication finding its checkpoint in the table's history writes
+    nothing. In a batch run the run's output is one commit replacing the rows of this
+    (DAG id, run id) (columns `run_id_column`, `dag_id_column`, as SqlSink's). The table
+    (and its namespace) is created from the first records when missing.
+
+    Examples:
+        >>> IcebergSink("shop.totals", catalog={"type": "sql", "uri": "sqlite:////data/c.db"}).describe()
+        'Iceberg table shop.totals (catalog default)'
+    """
+
+    table: str
+    catalog: Any = None
+    run_id_column: str = "_run_id"
+    dag_id_column: Optional[str] = "_dag_id"
+
+    def __post_init__(self) -> None:
+        parts = self.table.split(".") if isinstance(self.table, str) else []
+        if len(parts) < 2 or not all(parts) or "{{" in self.table:
+            raise ValueError(f"IcebergSink needs a fixed table name 'namespace.table', got {self.table!r}")
+        if not isinstance(self.catalog, (str, dict)) or not self.catalog:
+            raise ValueError(f"IcebergSink({self.table!r}) needs catalog=: a dict of pyiceberg catalog properties "
+                             "(e.g. {'type': 'sql', 'uri': 'sqlite:////data/catalog.db', 'warehouse': "
+                             f"'file:///data/warehouse'}}) or a configured catalog's name, got {self.catalog!r}")
+        _run_columns(self, f"IcebergSink({self.table!r})")
+        super().__post_init__()
+
+    @property
+    def catalog_name(self) -> str:
+        return self.catalog if isinstance(self.catalog, str) else str(self.catalog.get("name") or "default")
+
+    @property
+    def namespace(self) -> str:
+        return self.table.rsplit(".", 1)[0]
+
+    def describe(self) -> str:
+        return f"Iceberg table {self.table} (catalog {self.catalog_name})"

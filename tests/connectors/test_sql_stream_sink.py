@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -19,14 +16,13 @@ import sqlalchemy as sa
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io.sinks import SqlSink
 from airflow_flinkchain.runtime.connectors.sql import COMMITS_TABLE
-from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
-from airflow_flinkchain.runtime.stream_run import StreamRunError, publish_sinks
+from airflow_flinkchain.runtime.stream_run import StreamRunError
 from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
 from tests.connectors.nats_server import unavailable
-from tests.streamruns.cases import FailOn, make_records, slices
+from tests.connectors.kill_runs import runs_killed_and_retried
+from tests.streamruns.cases import make_records, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
 
-REPO = Path(__file__).resolve().parents[2]
 POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 
 
@@ -104,53 +100,15 @@ def test_n_runs_and_a_drain_equal_one_streaming_run(tmp_path, db):
     assert table_rows(url, table) == expected(tmp_path, records)
 
 
-KILL_SCRIPT = """
-import os, signal, sys
-sys.path.insert(0, {repo!r})
-where = {where!r}
-if where != "running":
-    from airflow_flinkchain.runtime.connectors import sql
-    real = sql.commit_table
-    def killing(*args, **kwargs):
-        if where == "before-sql-commit":
-            os.kill(os.getpid(), signal.SIGKILL)
-        real(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGKILL)
-    sql.commit_table = killing
-from tests.connectors.test_sql_stream_sink import pipeline
-from tests.streamruns.cases import FailOn
-pipeline({name!r}, {log!r}, {ckpt!r}, {url!r}, {table!r}, fail=FailOn({marker!r}, {value!r}, kill=True)).execute_local(
-    run_id={run_id!r}, drain={drain!r})
-"""
-
-
 @pytest.mark.parametrize("where", ["running", "before-sql-commit", "after-sql-commit"])
 def test_runs_killed_and_retried_write_each_row_once(tmp_path, db, where):
-    import random
-
     url, table = db
     records = make_records(seed=37)
-    log, ckpt, marker = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "kill-now"
-    name, rng = f"sqlkill-{uuid.uuid4().hex[:6]}", random.Random(where)
-    fail = FailOn(str(marker), -1, kill=True)
-    parts = slices(records, 3)
-    for k, part in enumerate(parts):
-        drain = k == len(parts) - 1
-        append(log, "p0", part)
-        value = rng.choice(part)[1] if where == "running" else -1
-        marker.write_text("")
-        script = KILL_SCRIPT.format(repo=str(REPO), where=where, name=name, log=log, ckpt=ckpt, url=url,
-                                    table=table, marker=str(marker), value=value, run_id=f"r{k}", drain=drain)
-        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=300)
-        assert proc.returncode == -9, proc.stderr.decode()[-2000:]
-        marker.unlink()
-        if where == "running":
-            pipeline(name, log, ckpt, url, table, fail=fail).execute_local(run_id=f"r{k}", drain=drain)
-        else:  # killed after the commit point: the roll-forward of the next begin / a retried commit
-            latest = json.loads((Path(ckpt) / "_latest.json").read_text())
-            assert latest["run_id"] == f"r{k}"
-            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])
-            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
+    name = f"sqlkill-{uuid.uuid4().hex[:6]}"
+    runs_killed_and_retried(where, ("airflow_flinkchain.runtime.connectors.sql", "commit_table"),
+                            "tests.connectors.test_sql_stream_sink", pipeline, (name, log, ckpt, url, table), log,
+                            ckpt, tmp_path / "kill-now", records)
     assert table_rows(url, table) == expected(tmp_path, records)
 
 

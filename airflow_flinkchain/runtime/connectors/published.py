@@ -7,6 +7,10 @@ descriptor beside them; they move with the run into checkpoint n. After the comm
 with a `Publication` naming pipeline, sink and checkpoint: the publisher writes them in
 one transaction of the external system that records the checkpoint id, and writes nothing
 when it finds that id recorded already (a publication repeated after an interruption).
+
+Outside stream runs such a table sink may have a *batch writer* (`register_batch_writer`):
+the subtasks stage (`BatchTableSink`, Spark; in memory under execute_local) and the driver
+hands the run's records to it once all succeeded; it replaces the rows of the run.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from airflow_flinkchain.runtime.connectors.base import SinkConnector
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SinkConnector
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
@@ -23,6 +27,7 @@ from airflow_flinkchain.runtime.exchange.layout import Location
 DESCRIPTOR = "_sink.pkl"
 
 _PUBLISHERS: dict[type, Callable[[Any, list, "Publication"], dict]] = {}
+_BATCH_WRITERS: dict[type, Callable[[Any, list, "BatchRun"], dict]] = {}
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,51 @@ class Publication:
     def app_id(self) -> str:
         """The id the external system records the checkpoint under (one per pipeline and sink)."""
         return f"flinkchain/{self.pipeline}/{self.sink_key}"
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One batch run's output of one table sink."""
+
+    dag_id: str
+    run_id: str
+    label: str
+
+
+def register_batch_writer(descriptor_type: type) -> Callable:
+    """Decorator: `write(descriptor, rows, batch_run) -> {"records": n, ...}` for a sink type
+    outside stream runs; it replaces the rows of the run (a retried run's output, not twice)."""
+    def register(fn):
+        _BATCH_WRITERS[descriptor_type] = fn
+        return fn
+    return register
+
+
+def batch_writer_of(descriptor: Any) -> Optional[Callable]:
+    for cls in type(descriptor).__mro__:
+        if cls in _BATCH_WRITERS:
+            return _BATCH_WRITERS[cls]
+    return None
+
+
+class BatchTableSink(SinkConnector):
+    """A table sink with a batch writer in a (non-stream) Spark run: the subtasks stage, the
+    driver writes the run's records through the batch writer when all succeeded."""
+
+    kind = "table"
+    commits_first = True  # the external commit can fail: before anything else becomes visible
+
+    def __init__(self, descriptor: Any, ctx: ConnectorContext):
+        self.descriptor, self.key, self.label = descriptor, ctx.key, ctx.label
+        self.location = ctx.attempt.stage(ctx.key)
+        self.dag_id = ctx.area.dag_id
+
+    def create_writer(self, subtask: int) -> DatasetSinkWriter:
+        return staged_writer(self.location, self.key, subtask, self.label)
+
+    def commit(self, run_id: str, records: int) -> dict:
+        rows = staged_rows(self.location, self.key) if self.location.exists() else []
+        return batch_writer_of(self.descriptor)(self.descriptor, rows, BatchRun(self.dag_id, run_id, self.label))
 
 
 def register_publisher(descriptor_type: type) -> Callable:

@@ -38,7 +38,7 @@ from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter,
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
-from airflow_flinkchain.runtime.connectors.published import staged_writer
+from airflow_flinkchain.runtime.connectors.published import BatchRun, batch_writer_of, staged_writer
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 from airflow_flinkchain.runtime.core.metrics import utc_now_iso
@@ -169,7 +169,7 @@ class LocalChainRun:
         for nid in self.chain.node_ids:
             node = g.node(nid)
             if (node.kind is OperatorKind.SINK and not isinstance(node.function, (CollectSink, FileSink))
-                    and self.stage_of(node) is None):
+                    and self.stage_of(node) is None and batch_writer_of(node.function) is None):
                 raise TypeError(f"sink {node.name!r}: execute_local() does not run {type(node.function).__name__}; "
                                 "run this pipeline with execute() (Spark), or test it with a collect / "
                                 "TestingSink in place of this sink")
@@ -216,6 +216,10 @@ class LocalChainRun:
             if self.stage_of(g.node_by_key(key)) is not None:  # moves with the chain's staging
                 outputs.append({"sink": key, "kind": "staged", "path": self.stage_of(g.node_by_key(key)),
                                 "records": counts.get(key, 0)})
+            elif batch_writer_of(sink) is not None:  # a table sink of a batch run
+                rows = [v for w in writers for v in w.values()]
+                run = BatchRun(self.job.pipeline, self.run_id, f"sink {g.node_by_key(key).name!r}")
+                outputs.append({"sink": key, **batch_writer_of(sink)(sink, rows, run)})
             elif isinstance(sink, CollectSink):
                 self.exchange.collected[sink.name] = [v for w in writers for v in w.values()]
                 if isinstance(sink, PrintSink):
@@ -285,6 +289,8 @@ class LocalTaskIO:
         stage = self.run.stage_of(node)
         if stage is not None:
             w = staged_writer(Location(stage), node.key, subtask, f"sink {node.name!r}")
+        elif batch_writer_of(sink) is not None:
+            w = CollectWriter(f"table:{node.key}", subtask)
         elif isinstance(sink, PrintSink):
             w = PrintingWriter(CollectWriter(sink.name, subtask), sink, subtask, node.parallelism)
         elif isinstance(sink, CollectSink):
