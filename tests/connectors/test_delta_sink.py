@@ -5,24 +5,19 @@ commit point before the Delta commit and after it, then retried, lose and duplic
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io.sinks import DeltaSink
-from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
-from airflow_flinkchain.runtime.stream_run import StreamRunError, publish_sinks
+from airflow_flinkchain.runtime.stream_run import StreamRunError
 from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
-from tests.streamruns.cases import FailOn, make_records, slices
+from tests.connectors.kill_runs import runs_killed_and_retried
+from tests.streamruns.cases import make_records, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
 
 deltalake = pytest.importorskip("deltalake", reason="deltalake is not installed (pip install -r requirements.txt)")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def as_row(r: tuple) -> dict:
@@ -126,60 +121,54 @@ def test_records_that_do_not_fit_the_table_fail_naming_the_sink(tmp_path):
         p.execute_local(run_id="r1")
 
 
-KILL_SCRIPT = """
-import os, signal, sys
-sys.path.insert(0, {repo!r})
-where = {where!r}
-if where != "running":
-    import deltalake
-    real = deltalake.write_deltalake
-    def killing(*args, **kwargs):
-        if where == "before-delta-commit":
-            os.kill(os.getpid(), signal.SIGKILL)
-        real(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGKILL)
-    deltalake.write_deltalake = killing
-from tests.connectors.test_delta_sink import pipeline
-from tests.streamruns.cases import FailOn
-pipeline("p", {log!r}, {ckpt!r}, {wpath!r}, {tpath!r}, fail=FailOn({marker!r}, {value!r}, kill=True)).execute_local(
-    run_id={run_id!r}, drain={drain!r})
-"""
-
-
 @pytest.mark.parametrize("where", ["running", "before-delta-commit", "after-delta-commit"])
 def test_runs_killed_and_retried_publish_exactly_once(tmp_path, where):
     """SIGKILL while the run reads (a record chosen at random), or after the commit point
     just before / just after the Delta commit; the retry (or the next run's begin) finishes."""
-    import random
-
     records = make_records(seed=23)
     log, ckpt, wpath, tpath = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "w", tmp_path / "t"
-    marker, rng = tmp_path / "kill-now", random.Random(where)
-    fail = FailOn(str(marker), -1, kill=True)
-    parts = slices(records, 3)
-    for k, part in enumerate(parts):
-        drain = k == len(parts) - 1
-        append(log, "p0", part)
-        value = rng.choice(part)[1] if where == "running" else -1
-        marker.write_text("")
-        script = KILL_SCRIPT.format(repo=str(REPO), where=where, log=log, ckpt=ckpt, wpath=str(wpath),
-                                    tpath=str(tpath), marker=str(marker), value=value, run_id=f"r{k}", drain=drain)
-        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=300)
-        assert proc.returncode == -9, proc.stderr.decode()[-2000:]
-        marker.unlink()
-        if where == "running":  # nothing committed: the same run again
-            pipeline("p", log, ckpt, str(wpath), str(tpath), fail=fail).execute_local(run_id=f"r{k}", drain=drain)
-        else:  # killed after the commit point: the roll-forward the next begin (or commit retry) does
-            latest = json.loads((Path(ckpt) / "_latest.json").read_text())
-            assert latest["run_id"] == f"r{k}"
-            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])
-            publish_sinks(CheckpointArea(ckpt), latest["checkpoint"])  # once more: nothing happens
+    runs_killed_and_retried(where, ("deltalake", "write_deltalake"), "tests.connectors.test_delta_sink", pipeline,
+                            ("p", log, ckpt, str(wpath), str(tpath)), log, ckpt, tmp_path / "kill-now", records)
     check_tables(tmp_path, wpath, tpath, records)
+
+
+def batch(name: str, values: list, path, **kwargs) -> StreamPipeline:
+    p = StreamPipeline(name)
+    p.from_collection([{"key": k, "value": v} for k, v in values]).sink_to(DeltaSink(str(path), **kwargs),
+                                                                           name="totals")
+    return p
+
+
+def test_batch_runs_replace_their_rows_in_one_commit_each(tmp_path):
+    """A run, the same run retried (other output), another run, another DAG's run with the same
+    run id: the retry's rows once and the other runs' rows; each run one Delta commit."""
+    path = tmp_path / "t"
+    batch("daily", [("a", 1), ("b", 2)], path).execute_local(run_id="d1")
+    batch("daily", [("a", 1), ("b", 3)], path).execute_local(run_id="d1")
+    batch("daily", [("c", 4)], path).execute_local(run_id="d2")
+    batch("hourly", [("z", 9)], path).execute_local(run_id="d1")
+    assert sorted((r["_dag_id"], r["_run_id"], r["key"], r["value"]) for r in table_rows(path)) == [
+        ("daily", "d1", "a", 1), ("daily", "d1", "b", 3), ("daily", "d2", "c", 4), ("hourly", "d1", "z", 9)]
+    history = deltalake.DeltaTable(str(path)).history()
+    assert len(history) == 4 and {h.get("flinkchain.run_id") for h in history} == {"d1", "d2"}
+    batch("daily", [], path).execute_local(run_id="d2")  # a retry with no output: the run's rows go
+    assert sorted(r["key"] for r in table_rows(path)) == ["a", "b", "z"]
+
+
+def test_batch_runs_with_merge_keys_upsert(tmp_path):
+    path = tmp_path / "t"
+    batch("daily", [("a", 1), ("b", 2), ("a", 5)], path, merge_keys="key").execute_local(run_id="d1")
+    batch("daily", [("a", 1), ("b", 2), ("a", 5)], path, merge_keys="key").execute_local(run_id="d1")
+    batch("daily", [("b", 7), ("c", 3)], path, merge_keys="key").execute_local(run_id="d2")
+    assert sorted((r["key"], r["value"]) for r in table_rows(path)) == [("a", 5), ("b", 7), ("c", 3)]
+    with pytest.raises(Exception, match=r"sink 'totals'.*has no column '_run_id', which keys a batch run's rows"):
+        batch("daily", [("d", 1)], path).execute_local(run_id="d3")
 
 
 @pytest.mark.spark
 def test_stream_runs_on_spark_publish_the_same_tables(spark, tmp_path):
-    """execute() (Spark): the subtasks stage into the run, the commit publishes one Delta commit."""
+    """execute() (Spark): the subtasks stage into the run, the commit publishes one Delta commit;
+    a batch run retried on Spark replaces its rows."""
     records = make_records(n=120, seed=29)
     log, ckpt, wpath, tpath = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "w", tmp_path / "t"
     for k, part in enumerate(slices(records, 2)):
@@ -188,6 +177,9 @@ def test_stream_runs_on_spark_publish_the_same_tables(spark, tmp_path):
     pipeline("spark", log, ckpt, str(wpath), str(tpath)).execute(spark=spark, run_id="drain", drain=True)
     check_tables(tmp_path, wpath, tpath, records)
     assert deltalake.DeltaTable(str(wpath)).version() <= 2
+    batch("daily", [("a", 1), ("b", 2)], tmp_path / "b").execute(spark=spark, run_id="d1")
+    batch("daily", [("a", 5)], tmp_path / "b").execute(spark=spark, run_id="d1")  # the retry replaces
+    assert [(r["key"], r["value"]) for r in table_rows(tmp_path / "b")] == [("a", 5)]
 
 
 def silver(name: str, bronze, ckpt) -> StreamPipeline:

@@ -17,7 +17,8 @@ from typing import Any, Optional
 from airflow_flinkchain.io.sinks import DeltaSink
 from airflow_flinkchain.io.sources import DeltaSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, register_sink
-from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.published import (BatchRun, BatchTableSink, Publication,
+                                                            register_batch_writer, register_publisher)
 from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
 
 
@@ -89,9 +90,64 @@ def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict
 
 
 @register_sink(DeltaSink)
-def batch_delta_sink(sink: DeltaSink, ctx: ConnectorContext):
-    raise TypeError(f"{ctx.label}: DeltaSink is written by stream runs (a streaming pipeline with a checkpoint_dir, "
-                    "one Delta commit per run); give the pipeline runtime_mode='streaming' and a checkpoint_dir")
+def batch_delta_sink(sink: DeltaSink, ctx: ConnectorContext) -> BatchTableSink:
+    return BatchTableSink(sink, ctx)
+
+
+def sql_literal(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+@register_batch_writer(DeltaSink)
+def write_delta_run(sink: DeltaSink, rows: list, run: BatchRun) -> dict:
+    """A batch run's output as one Delta commit: a merge (`merge_keys`: the run's rows per
+    key replace the table's, so a retry gives the same table), or an overwrite of the rows
+    of this (DAG id, run id) by the run's (`replaceWhere` on the run columns)."""
+    from deltalake import CommitProperties, write_deltalake
+
+    table = open_table(sink)
+    props = CommitProperties(custom_metadata={"flinkchain.dag_id": run.dag_id, "flinkchain.run_id": run.run_id})
+    done = {"kind": "delta", "path": sink.path, "records": 0, "version": None}
+    if sink.merge_keys:
+        if not rows:
+            return done
+        data = _arrow(sink, rows, table, run.label)
+        if table is None:
+            write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
+                            storage_options=sink.storage_options, commit_properties=props)
+        else:
+            on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
+            (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+        return {**done, "records": data.num_rows, "version": open_table(sink).version()}
+    keys = {sink.run_id_column: run.run_id}
+    if sink.dag_id_column is not None:
+        keys[sink.dag_id_column] = run.dag_id
+    predicate = " AND ".join(f"`{c}` = {sql_literal(v)}" for c, v in keys.items())
+    if table is not None:
+        missing = [c for c in keys if c not in table.schema().to_arrow().names]
+        if missing:
+            raise ValueError(f"{run.label}: Delta table {sink.path!r} has no column {missing[0]!r}, which keys a "
+                             "batch run's rows (a retried run replaces them); write batch runs to a table created "
+                             "by a batch run, or name existing columns with run_id_column= / dag_id_column=")
+    if not rows:
+        if table is not None:
+            table.delete(predicate, commit_properties=props)  # an earlier attempt's rows, if any
+        return {**done, "version": open_table(sink).version() if table is not None else None}
+    for row in rows:
+        if not isinstance(row, dict):
+            break  # _arrow names it
+    else:
+        rows = [{**row, **keys} for row in rows]
+    data = _arrow(sink, rows, table, run.label)
+    partition_by = list(sink.partition_by or ()) or None
+    if table is None:
+        write_deltalake(sink.path, data, mode="append", partition_by=partition_by,
+                        storage_options=sink.storage_options, commit_properties=props)
+    else:
+        write_deltalake(sink.path, data, mode="overwrite", predicate=predicate, partition_by=partition_by,
+                        storage_options=sink.storage_options, commit_properties=props)
+    return {**done, "records": data.num_rows, "version": open_table(sink).version()}
 
 
 @register_unbounded(DeltaSource)
