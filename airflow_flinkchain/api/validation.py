@@ -11,7 +11,7 @@ from airflow_flinkchain.common.typeinfo import TypeInformation, to_output_type
 from airflow_flinkchain.functions import Function, OutputTag
 from airflow_flinkchain.graph.errors import PlanningError
 from airflow_flinkchain.graph.model import ErrorPolicy, OperatorKind
-from airflow_flinkchain.io.sinks import CollectSink, FileSink, SqlSink
+from airflow_flinkchain.io.sinks import CollectSink, DeltaSink, FileSink, IcebergSink, SqlSink
 from airflow_flinkchain.path_names import UnsafeNameError, check_name
 
 
@@ -147,6 +147,10 @@ def _destination(t: Any) -> tuple:
     if isinstance(sink, SqlSink):
         # A run's rows are keyed by its run id (and DAG id) columns: sinks keyed alike replace each other's rows.
         return ("table", sink.url or sink.conn_id, sink.table, sink.run_id_column, sink.dag_id_column)
+    if isinstance(sink, DeltaSink):  # a run's commit (batch: its rows) of one table
+        return ("lake", f"Delta table {_normalized_path(sink.path)!r}")
+    if isinstance(sink, IcebergSink):
+        return ("lake", f"Iceberg table {sink.table!r} of catalog {sink.catalog_name!r}")
     return ("other", id(sink))
 
 
@@ -174,6 +178,8 @@ def _clash(a: tuple, b: tuple) -> Optional[str]:
         return None
     if a[0] == "collect" and a[1] == b[1]:
         return f"both collect({a[1]!r})"
+    if a[0] == "lake" and a == b:
+        return f"both write the {a[1]}"
     if a[0] == "table" and a == b:
         return f"both write table {a[2]!r} of {a[1]!r} keyed by the same run id column {a[3]!r}"
     if a[0] == "files":

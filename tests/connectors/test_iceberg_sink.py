@@ -6,26 +6,50 @@ nothing; a schema conflict fails naming the sink and the field; batch runs repla
 
 from __future__ import annotations
 
+import socket
+import uuid
 from collections import Counter
 
 import pytest
+import sqlalchemy as sa
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io.sinks import IcebergSink
 from airflow_flinkchain.runtime.stream_run import StreamRunError
 from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
 from tests.connectors.kill_runs import runs_killed_and_retried
+from tests.connectors.nats_server import unavailable
 from tests.streamruns.cases import make_records, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
 
 pyiceberg = pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install -r requirements.txt)")
 TABLE = "shop.windows"
+POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 
 
-def catalog_props(tmp_path) -> dict:
+def catalog_props(tmp_path, uri=None) -> dict:
     (tmp_path / "warehouse").mkdir(exist_ok=True)
-    return {"name": "test", "type": "sql", "uri": f"sqlite:///{tmp_path / 'catalog.db'}",
+    return {"name": "test", "type": "sql", "uri": uri or f"sqlite:///{tmp_path / 'catalog.db'}",
             "warehouse": f"file://{tmp_path / 'warehouse'}"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def catalog(request, tmp_path):
+    """A SQL catalog on SQLite, or on the real PostgreSQL (a catalog name of the test's own)."""
+    if request.param == "sqlite":
+        yield catalog_props(tmp_path)
+        return
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
+    except OSError:
+        unavailable("no PostgreSQL at 127.0.0.1:5432 (database `test`) for the Iceberg SQL catalog")
+    props = {**catalog_props(tmp_path, POSTGRES), "name": f"test_{uuid.uuid4().hex[:8]}"}
+    yield props
+    engine = sa.create_engine(POSTGRES)
+    with engine.begin() as conn:  # pyiceberg's catalog tables keep one row set per catalog name
+        for t in ("iceberg_tables", "iceberg_namespace_properties"):
+            conn.execute(sa.text(f"delete from {t} where catalog_name = :c"), {"c": props["name"]})
+    engine.dispose()
 
 
 def load_table(catalog: dict, table: str = TABLE):
@@ -65,9 +89,9 @@ def expected(tmp_path, records) -> Counter:
 
 
 @pytest.mark.parametrize("n", [1, 4])
-def test_n_runs_and_a_drain_equal_one_streaming_run_one_snapshot_per_run(tmp_path, n):
+def test_n_runs_and_a_drain_equal_one_streaming_run_one_snapshot_per_run(tmp_path, catalog, n):
     records = make_records(seed=43)
-    catalog, log, ckpt = catalog_props(tmp_path), str(tmp_path / "log"), str(tmp_path / "ckpt")
+    log, ckpt = str(tmp_path / "log"), str(tmp_path / "ckpt")
     for k, part in enumerate(slices(records, n)):
         append(log, "p0", part)
         pipeline("ice", log, ckpt, catalog).execute_local(run_id=f"r{k}")
@@ -152,10 +176,9 @@ def batch(name: str, values: list, catalog: dict) -> StreamPipeline:
     return p
 
 
-def test_batch_runs_replace_their_rows(tmp_path):
+def test_batch_runs_replace_their_rows(tmp_path, catalog):
     """A run, the same run retried (other output), another run, another DAG's run with the same
     run id: the table holds the retry's rows once and the other runs' rows."""
-    catalog = catalog_props(tmp_path)
     batch("daily", [("a", 1), ("b", 2)], catalog).execute_local(run_id="d1")
     batch("daily", [("a", 1), ("b", 3)], catalog).execute_local(run_id="d1")
     batch("daily", [("c", 4)], catalog).execute_local(run_id="d2")
@@ -169,13 +192,19 @@ def test_batch_runs_replace_their_rows(tmp_path):
         ["a", "b", "z"]
 
 
-def test_the_asset_is_the_catalog_table():
+def test_the_asset_is_the_catalog_table_and_belongs_to_one_sink():
     from airflow_flinkchain.airflow.assets import asset_uri
     from airflow_flinkchain.airflow.lineage import dataset_name
 
     sink = IcebergSink("shop.windows", catalog={"name": "lake", "type": "sql", "uri": "sqlite:////c.db"})
     assert asset_uri(sink) == "iceberg://lake/shop/windows"
     assert dataset_name(asset_uri(sink)) == ("iceberg://lake", "shop.windows")
+    p = StreamPipeline("two")
+    s = p.from_collection([{"key": "a"}])
+    s.sink_to(sink, name="one")
+    s.sink_to(IcebergSink("shop.windows", catalog="lake"), name="other")
+    with pytest.raises(Exception, match="'one' and 'other' both write the Iceberg table 'shop.windows' of catalog"):
+        p.plan()
 
 
 @pytest.mark.spark

@@ -51,13 +51,13 @@ def open_table(catalog: Any, sink: IcebergSink) -> Optional[Any]:
 
 def committed_checkpoint(table: Any, app_id: str) -> Optional[int]:
     """The newest checkpoint the app id published to the table's current history, or None."""
+    by_id = {s.snapshot_id: s for s in table.snapshots()}
     snapshot = table.current_snapshot()
     while snapshot is not None:
         summary = snapshot.summary.additional_properties if snapshot.summary is not None else {}
         if summary.get(APP_ID) == app_id and summary.get(CHECKPOINT) is not None:
             return int(summary[CHECKPOINT])
-        parent = snapshot.parent_snapshot_id
-        snapshot = table.snapshot_by_id(parent) if parent is not None else None
+        snapshot = by_id.get(snapshot.parent_snapshot_id)
     return None
 
 
