@@ -199,7 +199,7 @@ OVERFLOWING = f"""[...{DOC}.querySelectorAll('.chain')].flatMap(box => {{
 
 def test_stream_runs_drained_and_mid_stream_at_1400_px(stack, users):
     """A drained stream run shows its Stream run table with the MAX watermark as the end of the
-    stream; an operator that got no record is "not timed"; a mid-stream run's watermarks are UTC
+    stream and the position range each split of its source read; an operator that got no record is "not timed"; a mid-stream run's watermarks are UTC
     times that stay inside their chain boxes at a 1400 px window; each run document is fetched
     once per run shown."""
     slice_run, drain = STREAM_RUNS
@@ -211,6 +211,9 @@ def test_stream_runs_drained_and_mid_stream_at_1400_px(stack, users):
         rows = browser.eval(f"[...{DOC}.querySelectorAll('#stream-run tbody tr')].map(r => r.innerText.split('\t'))")
         assert [r[0] for r in rows] == ["read_orders", "by_customer", "write_rejects"], table
         assert rows[1][3] == "end of stream" and rows[0][3] == "–", rows
+        assert rows[0][1] == "read_orders: ORDERS 101 → 250", rows  # an unbounded source's position range
+        title = browser.eval(f"{DOC}.querySelector('#stream-run tbody tr td.read').title")
+        assert title == "read_orders ORDERS [101, 250)\nread_orders ORDERS.audit at 40 (nothing new)", title
         box = browser.eval(f"{DOC}.querySelector('#chain-by_customer').innerText")
         assert "watermark end of stream" in box and "Invalid" not in box, box
         assert "not timed" in box and "0% · 0 ms" not in box, box

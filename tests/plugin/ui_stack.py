@@ -91,9 +91,12 @@ def stream_metrics(run_id: str, chain: str, drained: bool) -> dict:
             op["watermark"] = mark
             if drained:  # the drain fires what was pending: nothing came in
                 op["records_in"], op["time_ms"] = 0, 0.0
-    files = [] if drained else [["/in/orders/part-1.json", 0, [4096, 1735725600000000000]]]
-    doc["stream"] = {"chain": chain, "read": {"read_orders": files} if chain == "read_orders" else {},
-                     "sources": {}, "sinks": {},
+    # The slice reads a file of a monitored directory; the drain's document, as an unbounded
+    # source's, a position range of one split (the other split had nothing new).
+    read = [["ORDERS", 101, 250]] if drained else [["/in/orders/part-1.json", 0, [4096, 1735725600000000000]]]
+    sources = {"read_orders": {"splits": {"ORDERS": 250, "ORDERS.audit": 40}}} if drained else {}
+    doc["stream"] = {"chain": chain, "read": {"read_orders": read} if chain == "read_orders" else {},
+                     "sources": sources if chain == "read_orders" else {}, "sinks": {},
                      "operators": {op["key"]: {"chain": chain, "parallelism": 3, "stateful": True, "bytes": 2048,
                                                "written": 2048, "max_parallelism": 128,
                                                "watermark": op["watermark"]}

@@ -1,5 +1,5 @@
 /* airflow-flinkchain Chains tab, stream runs (docs/stream-runs.md): for the run on screen,
-   per chain the input it read (files / ranges per source), the state it holds (snapshot
+   per chain the input it read (files, or the position range per split of a source), the state it holds (snapshot
    size) and the watermark it reached. Drawn from the run document chains.js shows (its
    `run-shown` event on #chains-app, with its watermark formatting): no fetch of its own. */
 (function () {
@@ -26,21 +26,40 @@
     return `${v.toFixed(1)} ${units[i]}`;
   }
 
-  // What a chain's sources read in this run: "3 files" / "2 ranges" / "whole" / "nothing".
+  const SHOWN_RANGES = 3;  // position ranges written out in the cell; more: a count (all in the title)
+
+  function position(p) { return typeof p === "string" ? p : JSON.stringify(p); }
+
+  // What a chain's sources read in this run: "3 files", or per split of an unbounded source (or
+  // rows of an incremental query) the position range read, "p0 120 → 180"; "whole" / "nothing".
   function readText(read) {
     const parts = [];
     for (const [source, ranges] of Object.entries(read || {})) {
       if (!Array.isArray(ranges)) { parts.push(`${source}: ${ranges}`); continue; }
       const files = ranges.filter((r) => Array.isArray(r[2])).length;
-      const label = files === ranges.length ? (files === 1 ? "file" : "files") : (ranges.length === 1 ? "range" : "ranges");
-      parts.push(`${source}: ${numberFormat.format(ranges.length)} ${label}`);
+      if (files === ranges.length) {
+        parts.push(`${source}: ${numberFormat.format(files)} ${files === 1 ? "file" : "files"}`);
+      } else if (ranges.length <= SHOWN_RANGES) {
+        parts.push(`${source}: ${ranges.map((r) => `${r[0]} ${position(r[1])} → ${position(r[2])}`).join(", ")}`);
+      } else {
+        parts.push(`${source}: ${numberFormat.format(ranges.length)} ranges`);
+      }
     }
     return parts.join(" · ") || "–";
   }
 
-  function readTitle(read) {
-    return Object.entries(read || {}).flatMap(([source, ranges]) => Array.isArray(ranges)
-      ? ranges.map((r) => `${source} ${r[0]} [${JSON.stringify(r[1])}, ${JSON.stringify(r[2])})`) : []).join("\n");
+  // Every range read ([start, end) per split or file) and the splits this run read nothing of,
+  // at the position they keep (`sources`: the positions the run committed).
+  function readTitle(read, sources) {
+    return Object.entries(read || {}).flatMap(([source, ranges]) => {
+      if (!Array.isArray(ranges)) return [];
+      const lines = ranges.map((r) => `${source} ${r[0]} [${JSON.stringify(r[1])}, ${JSON.stringify(r[2])})`);
+      const seen = new Set(ranges.map((r) => r[0]));
+      for (const [split, p] of Object.entries(sources?.[source]?.splits || {})) {
+        if (!seen.has(split)) lines.push(`${source} ${split} at ${JSON.stringify(p)} (nothing new)`);
+      }
+      return lines;
+    }).join("\n");
   }
 
   // `watermark`: chains.js's text of a watermark (a UTC time, the end of the stream...).
@@ -57,7 +76,8 @@
       const state = ops.reduce((s, o) => s + (o.bytes || 0), 0);
       const marks = ops.map((o) => o.watermark).filter((w) => w !== null && w !== undefined);
       const row = el("tr", null, { "data-chain": c.chain_id });
-      row.append(el("td", c.chain_id), el("td", readText(c.stream.read), { class: "read", title: readTitle(c.stream.read) }),
+      row.append(el("td", c.chain_id), el("td", readText(c.stream.read),
+                                            { class: "read", title: readTitle(c.stream.read, c.stream.sources) }),
                  el("td", bytes(state), { class: "state-size", "data-bytes": String(state) }),
                  el("td", marks.length ? watermark(Math.min(...marks)) : "–", { class: "watermark" }));
       table.tBodies[0].append(row);
