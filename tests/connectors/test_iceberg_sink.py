@@ -154,6 +154,13 @@ def test_a_schema_conflict_fails_naming_the_sink_the_field_and_the_fix(tmp_path)
     with pytest.raises(Exception, match=r"sink 'out'.*field 'note' that Iceberg table 'shop.windows' has no column"
                                         r".*add the column"):
         p.execute_local(run_id="r0")
+    from airflow_flinkchain.runtime.connectors.iceberg import arrow_records
+
+    new = IcebergSink("shop.fresh", catalog=catalog)
+    with pytest.raises(TypeError, match=r"sink 'x': field 'v' has values of different types.*give it one type"):
+        arrow_records(new, [{"k": "a", "v": 1}, {"k": "b", "v": "one"}], None, "sink 'x'")
+    with pytest.raises(TypeError, match=r"sink 'x': field 'v' is None in every record.*create the table first"):
+        arrow_records(new, [{"k": "a", "v": None}], None, "sink 'x'")
     with pytest.raises(ValueError, match=r"'namespace.table'"):
         IcebergSink("windows", catalog=catalog)
     with pytest.raises(ValueError, match="needs catalog="):

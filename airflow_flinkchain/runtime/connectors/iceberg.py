@@ -71,10 +71,20 @@ def arrow_records(sink: IcebergSink, rows: list, table: Optional[Any], label: st
             raise TypeError(f"{label}: Iceberg sink records must be dicts of column -> value, got {row!r}; map "
                             "the records to dicts before the sink")
     if table is None:
-        try:
-            return pa.Table.from_pylist(rows)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise TypeError(f"{label}: the records do not make one table ({exc}); give every field one type")
+        names = list(dict.fromkeys(k for row in rows for k in row))
+        columns = []
+        for name in names:
+            try:
+                columns.append(pa.array([row.get(name) for row in rows]))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                raise TypeError(f"{label}: field {name!r} has values of different types ({exc}), so it gives "
+                                f"Iceberg table {sink.table!r} no column type; give it one type before the "
+                                "sink") from None
+            if pa.types.is_null(columns[-1].type):
+                raise TypeError(f"{label}: field {name!r} is None in every record of the write creating Iceberg "
+                                f"table {sink.table!r}, so its column type is unknown; create the table first "
+                                "(catalog.create_table with a schema) or drop the field")
+        return pa.Table.from_arrays(columns, names=names)
     schema = table.schema().as_arrow()
     extra = sorted({k for row in rows for k in row} - set(schema.names))
     if extra:
