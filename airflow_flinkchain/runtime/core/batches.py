@@ -40,6 +40,18 @@ class ColumnarInput:
         self.elements = elements
 
 
+class WatermarkedBatch:
+    """A batch with the watermark in force before each of its rows (`arrivals`, int64, not
+    decreasing): what a STREAMING window head reads from typed exchange files in place of one
+    batch per record (exchange/watermarked.py)."""
+
+    __slots__ = ("batch", "arrivals")
+
+    def __init__(self, batch: pa.RecordBatch, arrivals: np.ndarray):
+        self.batch = batch
+        self.arrivals = arrivals
+
+
 def timestamps(batch: pa.RecordBatch) -> Optional[pa.Array]:
     """The batch's timestamp column, or None when no row has a timestamp."""
     if TS_COLUMN not in batch.schema.names:
@@ -233,6 +245,9 @@ def run_columnar(head, inputs: ColumnarInput) -> None:
                 head.process_watermark(element)
             elif t is WatermarkStatus:
                 head.process_watermark_status(element)
+            elif t is WatermarkedBatch:
+                if element.batch.num_rows:
+                    head.process_watermarked_batch(element.batch, element.arrivals)
             elif element.num_rows:
                 take(element)
     except ChainExecutionError:
