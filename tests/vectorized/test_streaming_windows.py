@@ -206,3 +206,35 @@ def test_exchange_arrivals_are_the_valves_watermarks(tmp_path):
             got += [("row", None if a == -2**63 else int(a)) for a in el.arrivals]
             current = int(el.arrivals[-1])
     assert got + [("end", current)] == per_record()
+
+
+def test_the_window_head_reads_the_typed_exchange_as_watermarked_batches(tmp_path):
+    """stream_task.subtask_input: a STREAMING vectorized window head over typed channel files
+    with a watermark after every record gets whole batches with their watermarks."""
+    from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
+    from airflow_flinkchain.runtime.exchange.layout import Location
+    from airflow_flinkchain.runtime.stream_task import subtask_input
+
+    job, chain_id = window_plan("sum", False, 0)
+    twin, twin_chain = window_plan("sum", True, 0)
+    loc = Location(str(tmp_path / "edge"))
+    for s in range(2):
+        w = DatasetWriter(loc, "e", s, 1, {"k": "string", "v": "int64", "seq": "int64"})
+        for i in range(500):
+            w.write(0, {"k": "ab"[i % 2], "v": i % 7, "seq": i}, i * 2 + s)
+            w.write_watermark(0, i * 2 + s - 5)
+        w.close()
+
+    class IO:
+        def input_channels(self, subtask, edges=None):
+            return open_channel(loc, "e", 0)
+
+    for plan, chain in ((job, chain_id), (twin, twin_chain)):
+        inputs, _ = subtask_input(plan, chain, 0, IO())
+        if plan is job:
+            kinds = Counter(type(e).__name__ for e in inputs.elements)
+            assert kinds == {"WatermarkedBatch": 2, "Watermark": 1}  # one batch per file, the final watermark
+            inputs, _ = subtask_input(plan, chain, 0, IO())
+        assert isinstance(inputs, ColumnarInput) == (plan is job)
+    assert run(job, chain_id, subtask_input(job, chain_id, 0, IO())[0]) == \
+        run(twin, twin_chain, subtask_input(twin, twin_chain, 0, IO())[0])
