@@ -97,11 +97,12 @@ def watermarked(elements, rng):
     return out
 
 
-def run(job, chain_id, inputs, checkpoint=None):
+def run(job, chain_id, inputs, checkpoint=None, ordered=False):
+    """{sink: multiset of (record, timestamp)}; `ordered`: the list, in output order."""
     writers = MemoryWriters()
     extra = {} if checkpoint is None else {"checkpoint": checkpoint}
     run_subtask(job, chain_id, 0, "r", inputs, writers.record_writer_factory, writers.sink_writer_factory, **extra)
-    return {name[0]: Counter((tuple(sorted(r.value.items())), r.timestamp) for r in w.records)
+    return {name[0]: (list if ordered else Counter)((tuple(sorted(r.value.items())), r.timestamp) for r in w.records)
             for name, w in writers.sink.items()}
 
 
@@ -128,6 +129,9 @@ def test_watermarked_batches_equal_the_per_record_twin(kind, lateness, spied):
         assert sum(want["late"].values()) > 0 and sum(want["out"].values()) > 0
         assert run(job, chain_id, list(els)) == want  # the vectorized operator fed records
         assert run(job, chain_id, ColumnarInput(watermarked(els, rng))) == want, (kind, lateness, seed)
+        # and in the same order (main and late output each)
+        assert run(job, chain_id, ColumnarInput(watermarked(els, rng)), ordered=True) == \
+            run(twin, twin_chain, list(els), ordered=True)
     assert sum(spied) > 0
 
 
