@@ -22,6 +22,7 @@ operator, row by row, with the same watermarks.
 
 from __future__ import annotations
 
+import heapq
 import time
 from typing import Optional
 
@@ -31,14 +32,61 @@ import pyarrow as pa
 from airflow_flinkchain.api.aggregations import AggregationFunction
 from airflow_flinkchain.runtime.core.batches import batch_rows, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, Watermark
+from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
-from airflow_flinkchain.window import TimeWindow
+from airflow_flinkchain.window import EventTimeTrigger, TimeWindow
 
 _BOUND = 2**61  # timestamps and lateness within it: the grid arithmetic stays inside int64
 
 
 class StreamingWindowBatches:
     """Mixin of VectorizedWindowAggregationOperator: its STREAMING batch path."""
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        """STREAMING: KeyedOperator.process_watermark with the firings of the default trigger
+        done in one loop (WindowOperator._on_timer for EventTimeTrigger, inlined: a timer at the
+        window's end - 1 emits its contents, one at its cleanup time clears them)."""
+        if self.batch or type(self.window_operator.trigger) is not EventTimeTrigger:
+            return super().process_watermark(watermark)
+        try:
+            ts = watermark.timestamp
+            self.current_watermark = ts
+            self._fire(ts)
+            if ts >= MAX_WATERMARK_TS:
+                self._fire_all_timers()
+            self.output.emit_watermark(watermark)
+        except ChainExecutionError:
+            raise
+        except Exception as exc:
+            raise self.error("window firing", exc) from exc
+
+    def _fire(self, ts: int) -> None:
+        service = self.timer_service
+        service.current_watermark = ts
+        queue = service.event_time_timers
+        heap, live = queue._heap, queue._live
+        if not heap or heap[0][0] > ts:
+            return
+        core = self.window_operator
+        state, set_key, collect, lateness = core.window_state, self.state_backend.set_current_key, \
+            self.chain_output.collect, core.allowed_lateness
+        pop = heapq.heappop
+        while heap and heap[0][0] <= ts:
+            t, seq, key, window = pop(heap)
+            entry = (t, key, window)
+            if live.get(entry) != seq:
+                continue  # deleted
+            del live[entry]
+            set_key(key)
+            state.namespace = window
+            end = window[1] - 1
+            if t == end:
+                contents = state.get()
+                if contents is not None:
+                    collect(contents, end)
+            if t == end + lateness or (lateness and end + lateness > MAX_WATERMARK_TS and t == MAX_WATERMARK_TS):
+                state.clear()
+                queue.remove(end, key, window)  # EventTimeTrigger.clear
 
     def process_watermarked_batch(self, batch: pa.RecordBatch, arrivals: np.ndarray) -> None:
         if self.batch:
@@ -150,16 +198,18 @@ class StreamingWindowBatches:
         state, add_timer, set_key = core.window_state, core.timer_service.event_time_timers.add, \
             self.state_backend.set_current_key
         add = state.add if isinstance(fn, AggregationFunction) else state.add_accumulator
-        size = self.size
-        for h, acc in zip(heads.tolist(), partials):
-            key, s = keys[codes[h]], int(start[h])
-            window, m, c = TimeWindow(s, s + size), int(end_ts[h]), int(cleanup[h])
+        size, lateness, windows = self.size, core.allowed_lateness, {}
+        for key, s, acc in zip([keys[c] for c in codes[heads].tolist()], start[heads].tolist(), partials):
+            window = windows.get(s)
+            if window is None:
+                window = windows[s] = TimeWindow(s, s + size)
+            m = s + size - 1
             set_key(key)
             state.namespace = window
             add(acc)
             add_timer(m, key, window)
-            if c != m and c < MAX_WATERMARK_TS:
-                add_timer(c, key, window)
+            if lateness and m + lateness < MAX_WATERMARK_TS:
+                add_timer(m + lateness, key, window)
         return True
 
     @staticmethod
