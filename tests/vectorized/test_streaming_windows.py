@@ -242,3 +242,19 @@ def test_the_window_head_reads_the_typed_exchange_as_watermarked_batches(tmp_pat
         assert isinstance(inputs, ColumnarInput) == (plan is job)
     assert run(job, chain_id, subtask_input(job, chain_id, 0, IO())[0]) == \
         run(twin, twin_chain, subtask_input(twin, twin_chain, 0, IO())[0])
+
+
+def test_plan_marks_the_streaming_window_vectorized():
+    from airflow_flinkchain.planner.formats import format_text
+
+    def plan(mode, typed):
+        p = StreamPipeline("marks", parallelism=2, runtime_mode=mode)
+        s = p.from_collection([{"k": "a", "v": 1}], output_type={"k": "string", "v": "int64"} if typed else None)
+        s.key_by(lambda r: r["k"]).window(TumblingEventTimeWindows.of(10)).sum("v").name("win").collect("out")
+        return p.plan()
+
+    for mode in ("streaming", "batch"):
+        job = plan(mode, True)
+        assert {o["name"]: o["vectorized"] for c in job.to_dict()["chains"] for o in c["operators"]}["win"]
+        assert "[vectorized: win]" in format_text([job])
+    assert "[vectorized: win]" not in format_text([plan("streaming", False)])  # pickled exchange: per record
