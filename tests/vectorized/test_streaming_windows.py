@@ -68,33 +68,36 @@ def elements(rng, n, keys="abc", delay=4):
 
 def watermarked(elements, rng):
     """The elements as a typed exchange head reads them now: batches of random sizes, each with
-    the watermark in force before each row; watermarks after a batch's last row go on alone."""
-    out, recs, arrivals, wm = [], [], [], -2**63
+    the watermark in force before each row and every watermark inside it (positions, values);
+    a watermark before a batch's first row sometimes goes on alone, those after the last row do."""
+    out, recs, arrivals, wm, positions, values = [], [], [], -2**63, [], []
 
     def flush():
         if recs:
             batch = pa.RecordBatch.from_pylist([r.value for r in recs]).append_column(
                 "_ts", pa.array([r.timestamp for r in recs], pa.int64()))
-            out.append(WatermarkedBatch(batch, np.array(arrivals, dtype=np.int64)))
-            recs.clear()
-            arrivals.clear()
+            marks = (np.array(positions, dtype=np.int64), np.array(values, dtype=np.int64))
+            out.append(WatermarkedBatch(batch, np.array(arrivals, dtype=np.int64), marks))
+            for part in (recs, arrivals, positions, values):
+                part.clear()
 
-    pending = None
     for e in elements:
         if type(e) is Watermark:
-            wm = pending = e.timestamp
+            wm = e.timestamp
+            if not recs and rng.random() < 0.5:
+                out.append(e)
+            else:
+                positions.append(len(recs))
+                values.append(wm)
             continue
-        if not recs and pending is not None and rng.random() < 0.5:
-            out.append(Watermark(pending))  # sometimes a batch starts after a watermark element
-        pending = None
         recs.append(e)
         arrivals.append(wm)
         if rng.random() < 0.05:
             flush()
+    trailing = [Watermark(v) for p, v in zip(positions, values) if p == len(recs)]
+    del values[len(values) - len(trailing):], positions[len(positions) - len(trailing):]
     flush()
-    if pending is not None:
-        out.append(Watermark(pending))
-    return out
+    return out + trailing
 
 
 def run(job, chain_id, inputs, checkpoint=None, ordered=False):
@@ -258,3 +261,33 @@ def test_plan_marks_the_streaming_window_vectorized():
         assert {o["name"]: o["vectorized"] for c in job.to_dict()["chains"] for o in c["operators"]}["win"]
         assert "[vectorized: win]" in format_text([job])
     assert "[vectorized: win]" not in format_text([plan("streaming", False)])  # pickled exchange: per record
+
+
+def test_results_leaving_the_chain_carry_every_watermark():
+    """A window whose results leave the chain on an exchange passes every watermark advance on,
+    as per record: the written channel (records and watermarks, in order) is the twin's."""
+    def plan(twin):
+        p = StreamPipeline(f"ex_{twin}", parallelism=1, runtime_mode="streaming")
+        w = p.from_collection([{"k": "a", "v": 1, "seq": 0}]).key_by(lambda r: r["k"]).window(
+            TumblingEventTimeWindows.of(10, 3)).allowed_lateness(7).side_output_late_data(LATE)
+        fn = AggregationFunction("sum", "v")
+        result = (w.reduce(lambda a, b: fn.reduce(a, b)) if twin else w.sum("v")).name("agg")
+        result.rebalance().map(lambda r: r).collect("out")
+        result.get_side_output(LATE).collect("late")
+        job = p.plan()
+        return job, next(c for c in job.chains if c.name.startswith("agg")).id
+
+    def written(job, chain_id, inputs):
+        writers = MemoryWriters()
+        run_subtask(job, chain_id, 0, "r", inputs, writers.record_writer_factory, writers.sink_writer_factory)
+        (writer,) = writers.channel.values()
+        sent = [("wm", e.timestamp) if type(e) is Watermark else (e.value, e.timestamp) for e in writer.channels[0]]
+        return sent, {n[0]: [(r.value, r.timestamp) for r in w.records] for n, w in writers.sink.items()}
+
+    job, chain_id = plan(False)
+    twin, twin_chain = plan(True)
+    for seed in range(3):
+        rng = random.Random(seed)
+        els = elements(rng, 300)
+        got, want = written(job, chain_id, ColumnarInput(watermarked(els, rng))), written(twin, twin_chain, list(els))
+        assert got == want and sum(e[0] == "wm" for e in want[0]) > 100 and want[1]["late"], seed

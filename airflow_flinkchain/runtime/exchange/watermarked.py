@@ -9,8 +9,9 @@ With every channel active and aligned (no watermark status in any file), the val
 is computable per file: the files are read one after the other, so while file i is read every
 other channel's watermark is fixed (its last one for the files before, MIN for those after),
 channel i's watermark is the running maximum of its stored watermarks, and the combined one is
-max(combined at the file's start, min(others, channel i's)). Watermarks after a file's last row
-go on as Watermark elements. Files with watermark statuses take `merged_batches`.
+max(combined at the file's start, min(others, channel i's)). Each batch also carries every
+advance of the combined watermark inside it (`marks`); those after a file's last row go on as
+Watermark elements. Files with watermark statuses take `merged_batches`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def _merged(files: list[ChannelFile]) -> Iterator:
         at = np.fromiter((p for p, _ in f.watermarks), dtype=np.int64, count=len(f.watermarks))
         own = np.maximum.accumulate(np.array([marks_of[i]] + [m for _, m in f.watermarks], dtype=np.int64))
         combined = np.maximum(valve.current_watermark, np.minimum(others, own))  # index 0: before any mark
-        emitted = valve.current_watermark
+        advancing = np.flatnonzero(combined[1:] > combined[:-1])  # the marks where the valve emits
+        adv_at, adv_wm = at[advancing], combined[advancing + 1]
         position = 0
         try:
             for batch in f.file.iter_batches(batch_size=BATCH_ROWS):
@@ -50,13 +52,12 @@ def _merged(files: list[ChannelFile]) -> Iterator:
                     continue
                 rows = np.arange(position, position + n, dtype=np.int64)
                 arrivals = combined[np.searchsorted(at, rows, side="right")]
+                lo, hi = np.searchsorted(adv_at, [position, position + n])
+                yield WatermarkedBatch(batch, arrivals, (adv_at[lo:hi] - position, adv_wm[lo:hi]))
                 position += n
-                emitted = int(arrivals[-1])
-                yield WatermarkedBatch(batch, arrivals)
         except Exception as exc:
             raise f._bad(f"could not be decoded ({type(exc).__name__}: {exc})") from None
         marks_of[i] = int(own[-1])
-        final = int(combined[-1])
-        valve.current_watermark = max(valve.current_watermark, final)
-        if final > emitted:
-            yield Watermark(final)
+        valve.current_watermark = max(valve.current_watermark, int(combined[-1]))
+        for wm in adv_wm[np.searchsorted(adv_at, position):].tolist():  # after the file's last row
+            yield Watermark(wm)

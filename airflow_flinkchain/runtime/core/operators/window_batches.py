@@ -34,6 +34,8 @@ from airflow_flinkchain.runtime.core.batches import batch_rows, timestamps, with
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
+from airflow_flinkchain.runtime.core.outputs import (ChainingOutput, RecordWriterOutput, TypeCoercingOutput,
+                                                     _MultiOutput)
 from airflow_flinkchain.window import EventTimeTrigger, TimeWindow
 
 _BOUND = 2**61  # timestamps and lateness within it: the grid arithmetic stays inside int64
@@ -41,6 +43,8 @@ _BOUND = 2**61  # timestamps and lateness within it: the grid arithmetic stays i
 
 class StreamingWindowBatches:
     """Mixin of VectorizedWindowAggregationOperator: its STREAMING batch path."""
+
+    _marks: Optional[tuple] = None  # while a batch is processed: its watermark advances to pass on
 
     def process_watermark(self, watermark: Watermark) -> None:
         """STREAMING: KeyedOperator.process_watermark with the firings of the default trigger
@@ -88,17 +92,31 @@ class StreamingWindowBatches:
                 state.clear()
                 queue.remove(end, key, window)  # EventTimeTrigger.clear
 
-    def process_watermarked_batch(self, batch: pa.RecordBatch, arrivals: np.ndarray) -> None:
+    def process_watermarked_batch(self, batch: pa.RecordBatch, arrivals: np.ndarray,
+                                  marks: Optional[tuple] = None) -> None:
         if self.batch:
             self.process_batch(batch)  # BATCH: held to the end of input, watermarks do not matter
         else:
-            self._stream(batch, arrivals)
+            self._stream(batch, arrivals, marks)
 
-    def _stream(self, batch: pa.RecordBatch, arrivals: Optional[np.ndarray]) -> None:
+    def _stream(self, batch: pa.RecordBatch, arrivals: Optional[np.ndarray], marks: Optional[tuple] = None) -> None:
         t0 = time.perf_counter()
         n = batch.num_rows
         wm0 = self.current_watermark
         arr = np.full(n, wm0, dtype=np.int64) if arrivals is None else np.maximum(arrivals, wm0)
+        if marks is not None and len(marks[0]) and self._every_watermark():
+            self._marks, self._next_mark = (marks[0].tolist(), marks[1].tolist()), 0
+        else:
+            self._marks = None
+        try:
+            self._stream_rows(batch, arr, n)
+            self._pass(n - 1, arr)
+        finally:
+            self._marks = None
+        self.sampled_time += time.perf_counter() - t0
+        self.sampled_in += n
+
+    def _stream_rows(self, batch: pa.RecordBatch, arr: np.ndarray, n: int) -> None:
         prepared = self._prepare(batch)
         if prepared is None:
             return self._rows_with_watermarks(batch, arr, 0, n)
@@ -118,8 +136,6 @@ class StreamingWindowBatches:
         for lo, hi in zip(cuts, cuts[1:]):
             if lo < hi:
                 self._segment(rows, lo, hi, arr, t, codes, keys, start, end_ts, cleanup)
-        self.sampled_time += time.perf_counter() - t0
-        self.sampled_in += n
 
     def _prepare(self, batch: pa.RecordBatch) -> Optional[tuple]:
         """(rows, timestamps, key codes, keys), or None: the batch goes per record."""
@@ -140,8 +156,32 @@ class StreamingWindowBatches:
         if watermark > self.current_watermark:
             self.process_watermark(Watermark(watermark))
 
+    def _pass(self, row: int, arr: np.ndarray) -> None:
+        """The watermarks in force before `row`: every advance up to it when they are all passed
+        on (`_every_watermark`), else only the last (the others reach nothing that could see them)."""
+        if self._marks is None:
+            if row >= 0:
+                self._advance(int(arr[row]))
+            return
+        positions, values = self._marks
+        k = self._next_mark
+        while k < len(positions) and positions[k] <= row:
+            self._advance(values[k])
+            k += 1
+        self._next_mark = k
+
+    def _every_watermark(self) -> bool:
+        """Whether the results leave the chain (an exchange): then every watermark advance is passed
+        on, as per record, for the timers of the operators downstream. Operators chained after the
+        window are not keyed and have no timers: for them and for sinks, the last watermark before
+        each result (or late record) is all there is to see."""
+        every = getattr(self, "_every_wm", None)
+        if every is None:
+            every = self._every_wm = reaches_exchange(self.output)
+        return every
+
     def _segment(self, rows, lo, hi, arr, t, codes, keys, start, end_ts, cleanup) -> None:
-        self._advance(int(arr[lo]))  # fires what the per-record operator fires before row lo
+        self._pass(lo, arr)  # fires what the per-record operator fires before row lo
         wm = self.current_watermark
         late = cleanup[lo:hi] <= wm
         refire = (end_ts[lo:hi] <= wm) & ~late
@@ -162,7 +202,7 @@ class StreamingWindowBatches:
         saved = cell.value
         try:
             for i, value in zip(events.tolist(), values):
-                self._advance(int(arr[i]))
+                self._pass(i, arr)
                 ts = int(t[i])
                 if late[i - lo]:
                     core.output.collect_side(tag, value, ts)
@@ -250,8 +290,21 @@ class StreamingWindowBatches:
         try:
             for j, (i, value) in enumerate(zip(picked, values)):
                 if t is None:
-                    self._advance(int(arr[i]))
+                    self._pass(i, arr)
                 cell.value = None if ts is None else ts[j]
                 handle(value)
         finally:
             cell.value = saved
+
+
+def reaches_exchange(output) -> bool:
+    """Whether records emitted to `output` can leave the chain on an exchange edge."""
+    if isinstance(output, RecordWriterOutput):
+        return True
+    if isinstance(output, ChainingOutput):
+        return reaches_exchange(output.target.output)
+    if isinstance(output, TypeCoercingOutput):
+        return reaches_exchange(output.output)
+    if isinstance(output, _MultiOutput):
+        return any(reaches_exchange(o) for o in output.outputs)
+    return True  # an output of another kind: pass every watermark on
