@@ -18,6 +18,11 @@ operator (firing what the per-record operator fires there, with its own code):
     window state, and their windows' timers registered in first-row order.
 What the fold cannot compute exactly (core/grouped.py lists when) takes the per-record
 operator, row by row, with the same watermarks.
+
+Watermarks go on downstream as per record when the results leave the chain (every advance,
+`marks`); when they stay in it, only the last advance before each result or late record
+(nothing chained after a window has timers). The default trigger's firings on a watermark
+run in one loop: WindowOperator._on_timer's steps for EventTimeTrigger, inlined.
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ from airflow_flinkchain.runtime.core.batches import batch_rows, timestamps, with
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
-from airflow_flinkchain.runtime.core.outputs import (ChainingOutput, RecordWriterOutput, TypeCoercingOutput,
-                                                     _MultiOutput)
+from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector, ChainingOutput, DirectedOutput,
+                                                     RecordWriterOutput, TypeCoercingOutput)
 from airflow_flinkchain.window import EventTimeTrigger, TimeWindow
 
 _BOUND = 2**61  # timestamps and lateness within it: the grid arithmetic stays inside int64
@@ -305,6 +310,6 @@ def reaches_exchange(output) -> bool:
         return reaches_exchange(output.target.output)
     if isinstance(output, TypeCoercingOutput):
         return reaches_exchange(output.output)
-    if isinstance(output, _MultiOutput):
+    if isinstance(output, (BroadcastingOutputCollector, DirectedOutput)):
         return any(reaches_exchange(o) for o in output.outputs)
     return True  # an output of another kind: pass every watermark on
