@@ -39,8 +39,9 @@ def _merged(files: list[ChannelFile]) -> Iterator:
     marks_of = valve._channel_watermarks  # the valve's state is kept, as if it had merged them
     for i, f in enumerate(files):
         others = min((w for j, w in enumerate(marks_of) if j != i), default=MAX_WATERMARK_TS)
-        at = np.fromiter((p for p, _ in f.watermarks), dtype=np.int64, count=len(f.watermarks))
-        own = np.maximum.accumulate(np.array([marks_of[i]] + [m for _, m in f.watermarks], dtype=np.int64))
+        stored = np.array(f.watermarks, dtype=np.int64).reshape(-1, 2)  # [[position, watermark], ...]
+        at = stored[:, 0]
+        own = np.maximum.accumulate(np.concatenate([[marks_of[i]], stored[:, 1]]))
         combined = np.maximum(valve.current_watermark, np.minimum(others, own))  # index 0: before any mark
         advancing = np.flatnonzero(combined[1:] > combined[:-1])  # the marks where the valve emits
         adv_at, adv_wm = at[advancing], combined[advancing + 1]
