@@ -291,3 +291,38 @@ def test_results_leaving_the_chain_carry_every_watermark():
         els = elements(rng, 300)
         got, want = written(job, chain_id, ColumnarInput(watermarked(els, rng))), written(twin, twin_chain, list(els))
         assert got == want and sum(e[0] == "wm" for e in want[0]) > 100 and want[1]["late"], seed
+
+
+def test_random_sizes_offsets_lateness_and_keys_equal_the_twin_in_order():
+    """Window sizes down to 1 ms, offsets of either sign, negative timestamps, int keys, with and
+    without a late side output: the same output, in the same order."""
+    def plan(kind, twin, size, offset, lateness, tag):
+        p = StreamPipeline("fuzz", parallelism=1, runtime_mode="streaming")
+        w = p.from_collection([{"k": 1, "v": 1, "seq": 0}]).key_by(lambda r: r["k"]).window(
+            TumblingEventTimeWindows.of(size, offset)).allowed_lateness(lateness)
+        w = w.side_output_late_data(LATE) if tag else w
+        if kind == "aggregates":
+            result = w.aggregate(AggregatesTwin(AGGREGATES.columns) if twin else AGGREGATES)
+        else:
+            fn = AggregationFunction(kind, "v")
+            result = w.reduce(lambda a, b: fn.reduce(a, b)) if twin else getattr(w, kind)("v")
+        result.name("agg").collect("out")
+        if tag:
+            result.get_side_output(LATE).collect("late")
+        job = p.plan()
+        return job, next(c for c in job.chains if c.name.startswith("agg")).id
+
+    for trial in range(40):
+        rng = random.Random(trial)
+        kind, size = rng.choice(KINDS + ("aggregates",)), rng.choice([1, 3, 7, 25])
+        offset, lateness, tag = rng.randint(1 - size, size - 1), rng.choice([0, 1, 30, 200]), rng.random() < 0.7
+        els, top, wm = [], -100, -10**9
+        for i in range(rng.randint(1, 300)):
+            ts = top - rng.randint(0, 80) if rng.random() < 0.3 else top + rng.randint(0, 6)
+            els.append(StreamRecord({"k": rng.choice([1, 2, 40, -5]), "v": rng.randint(-9, 9), "seq": i}, ts))
+            top = max(top, ts)
+            if top - 4 > wm and rng.random() < 0.8:
+                wm = top - 4
+                els.append(Watermark(wm))
+        vec, twin = plan(kind, False, size, offset, lateness, tag), plan(kind, True, size, offset, lateness, tag)
+        assert run(*vec, ColumnarInput(watermarked(els, rng)), ordered=True) == run(*twin, list(els), ordered=True), trial
