@@ -8,8 +8,8 @@ Sections (see each module's docstring):
   vectorized  the runtime pipeline with map_batches/filter_batches over pyarrow.compute vs native
            DataFrame expressions (target >= 0.8x), beside mixed batch/record chains and the
            per-record chain; 2M records, Parquet in and out                      (bench_vectorized)
-  aggregations  keyed sum (vectorized and per record) and tumbling 10 s window sum (per record, both
-           modes) beside Spark's groupBy(k).agg(sum) and groupBy(k, window(ts, "10 seconds")); 1M records
+  aggregations  keyed sum (vectorized and per record) and tumbling 10 s window sum (vectorized and
+           per record, both modes) beside Spark's groupBy(k).agg(sum) and groupBy(k, window(ts, "10 seconds")); 1M records
            in two Parquet files, 1,000 keys; results checked equal to Spark's     (bench_aggregations)
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)

@@ -27,7 +27,8 @@ def vectorized_aggregation(node: Any) -> Optional[str]:
 def vectorized_window(node: Any) -> Optional[str]:
     """The key field of a keyed tumbling event-time window computing a built-in aggregation
     (`WindowedStream.sum/min/max/min_by/max_by`, or `aggregate(Aggregates.of(...))`) with the
-    default trigger and no window function: it has a batch path in BATCH mode. None otherwise."""
+    default trigger and no window function: it has a batch path (in STREAMING mode, fed batches
+    with their per-record watermarks: takes_watermarked_batches). None otherwise."""
     spec = node.function
     if node.kind is not OperatorKind.WINDOW or getattr(spec, "all_windows", True) or spec.trigger is not None \
             or spec.window_function is not None or type(spec.assigner) is not TumblingEventTimeWindows:
@@ -48,14 +49,20 @@ def takes_batches(node: Any) -> bool:
         vectorized_aggregation(node) is not None or vectorized_window(node) is not None
 
 
+def takes_watermarked_batches(graph: Any, node: Any) -> bool:
+    """Whether the operator, as a chain head reading typed exchange files, takes whole batches
+    with their per-record watermarks (a vectorized window in STREAMING mode)."""
+    return graph is not None and graph.runtime_mode == "streaming" and vectorized_window(node) is not None
+
+
 def runs_vectorized(graph: Any, node: Any) -> bool:
     """Whether the operator computes over Arrow batches (what `flinkchain plan` and the Chains
-    tab mark "vectorized"): a batch function always; a vectorized aggregation (a vectorized
-    window aggregation: in BATCH mode) when its input is typed (every in-edge's records declare a type: the chain head then reads the exchange
+    tab mark "vectorized"): a batch function always; a vectorized aggregation or window
+    aggregation when its input is typed (every in-edge's records declare a type: the chain head then reads the exchange
     as batches), else it runs per record."""
     if node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES):
         return True
-    if vectorized_aggregation(node) is None and (graph.runtime_mode != "batch" or vectorized_window(node) is None):
+    if vectorized_aggregation(node) is None and vectorized_window(node) is None:
         return False
     edges = graph.in_edges(node.id)
     return bool(edges) and all(

@@ -23,12 +23,13 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 from airflow_flinkchain.graph.field_keys import field_key
-from airflow_flinkchain.planner.vectorized import takes_batches
+from airflow_flinkchain.planner.vectorized import takes_batches, takes_watermarked_batches
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.runtime.core.input_selection import TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import ChannelWriter, SinkWriter
 from airflow_flinkchain.runtime.core.batches import ColumnarInput
 from airflow_flinkchain.runtime.exchange.dataset import merged_batches, merged_input
+from airflow_flinkchain.runtime.exchange.watermarked import merged_watermarked_batches
 
 
 
@@ -78,7 +79,9 @@ def subtask_input(job, chain_id: str, subtask: int, io: StreamTaskIO) -> tuple[I
         return io.source_input(head, subtask)
     channels = io.input_channels(subtask)
     if takes_batches(head) and channels and all(getattr(c, "format", None) == "typed" for c in channels):
-        return ColumnarInput(merged_batches(channels)), False  # typed exchange files: read as batches
+        # typed exchange files: read as batches (with their per-record watermarks where the head takes them)
+        merge = merged_watermarked_batches if takes_watermarked_batches(job.stream_graph, head) else merged_batches
+        return ColumnarInput(merge(channels)), False
     return merged_input(channels), False
 
 

@@ -277,8 +277,8 @@ def _window_plan(kind, mode, twin=False, offset=0):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", ["batch", "streaming"])
 def test_window_aggregations_on_batches_equal_the_reduce_twin(kind, mode, monkeypatch):
-    """Tumbling windows: BATCH folds the batches per key and window; STREAMING takes them row
-    by row through the window operator (late records and firings as per record)."""
+    """Tumbling windows: BATCH folds the batches per key and window at the end of input;
+    STREAMING folds each batch as it comes (test_streaming_windows.py has its cases)."""
     from airflow_flinkchain.planner.vectorized import vectorized_window
 
     job, chain_id = _window_plan(kind, mode, offset=3)

@@ -40,6 +40,21 @@ class ColumnarInput:
         self.elements = elements
 
 
+class WatermarkedBatch:
+    """A batch with the watermark in force before each of its rows (`arrivals`, int64, not
+    decreasing) and, when known, every watermark advance inside it (`marks`: row positions
+    and watermarks, each passed on before the row at its position): what a STREAMING window
+    head reads from typed exchange files in place of one batch per record
+    (exchange/watermarked.py)."""
+
+    __slots__ = ("batch", "arrivals", "marks")
+
+    def __init__(self, batch: pa.RecordBatch, arrivals: np.ndarray, marks: Optional[tuple] = None):
+        self.batch = batch
+        self.arrivals = arrivals
+        self.marks = marks
+
+
 def timestamps(batch: pa.RecordBatch) -> Optional[pa.Array]:
     """The batch's timestamp column, or None when no row has a timestamp."""
     if TS_COLUMN not in batch.schema.names:
@@ -233,6 +248,9 @@ def run_columnar(head, inputs: ColumnarInput) -> None:
                 head.process_watermark(element)
             elif t is WatermarkStatus:
                 head.process_watermark_status(element)
+            elif t is WatermarkedBatch:
+                if element.batch.num_rows:
+                    head.process_watermarked_batch(element.batch, element.arrivals, element.marks)
             elif element.num_rows:
                 take(element)
     except ChainExecutionError:

@@ -84,6 +84,11 @@ class AggregatingStateLogic:
             acc = self._agg.create_accumulator()
         self._set_value(self._agg.add(value, acc))
 
+    def add_accumulator(self, accumulator: Any) -> None:
+        """Merge an accumulator of several values at once (a vectorized fold's), as adding them."""
+        acc = self._get_value()
+        self._set_value(accumulator if acc is None else self._agg.merge(acc, accumulator))
+
     def merge_values(self, a: Any, b: Any) -> Any:
         return self._agg.merge(a, b)
 

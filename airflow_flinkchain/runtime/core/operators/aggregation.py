@@ -1,5 +1,6 @@
 """The vectorized keyed aggregations: `KeyedStream.sum/min/max/min_by/max_by` with a batch path
-(and `WindowedStream`'s over tumbling event-time windows in BATCH, at the end of this module).
+(and `WindowedStream`'s over tumbling event-time windows, at the end of this module; their
+STREAMING path is window_batches.py).
 
 The operator is the per-record ReduceOperator (same state: one accumulator per key in the
 `_reduce_state` ValueState of the keyed backend, heap or RocksDB; same snapshots; same
@@ -34,6 +35,7 @@ from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATER
 from airflow_flinkchain.api.aggregations import AggregationFunction
 from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
 from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
+from airflow_flinkchain.runtime.core.operators.window_batches import StreamingWindowBatches
 from airflow_flinkchain.runtime.core.operators.window_stream import WindowStreamOperator
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
 
@@ -171,12 +173,11 @@ def held_rows(held: list) -> Optional[tuple]:
     return table.combine_chunks().to_batches()[0], ts
 
 
-class VectorizedWindowAggregationOperator(WindowStreamOperator):
+class VectorizedWindowAggregationOperator(StreamingWindowBatches, WindowStreamOperator):
     """A keyed tumbling event-time window reducing with an AggregationFunction (WindowedStream.sum
     and co.), keyed by a field. BATCH: the held batches are folded per key and window at the
     end of input (nothing is late in BATCH), each result stamped with its window's end - 1, as
-    the per-record window operator fires them. STREAMING: batches go through the per-record
-    window operator row by row."""
+    the per-record window operator fires them. STREAMING: window_batches.py."""
 
     takes_batches = True
 
@@ -195,7 +196,7 @@ class VectorizedWindowAggregationOperator(WindowStreamOperator):
         if self.batch:
             self._held.append(batch)
         else:
-            rows_emitter(self.handler(False), self.cell)(batch)
+            self._stream(batch, None)
 
     def _replay_batch(self) -> None:
         held, self._held = self._held, []
