@@ -10,7 +10,8 @@ Sections (see each module's docstring):
            per-record chain; 2M records, Parquet in and out                      (bench_vectorized)
   aggregations  keyed sum (vectorized and per record) and tumbling 10 s window sum (per record, both
            modes) beside Spark's groupBy(k).agg(sum) and groupBy(k, window(ts, "10 seconds")); 1M records
-           in two Parquet files, 1,000 keys; results checked equal to Spark's     (bench_aggregations)
+           in two Parquet files, 1,000 keys; results checked equal to Spark's; then stream runs over
+           N slices (+ a drain) beside Spark Structured Streaming AvailableNow  (bench_aggregations)
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
@@ -46,10 +47,10 @@ SECTIONS = ("runtime", "vectorized", "aggregations", "airflow", "parse", "scale"
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
-            "eventtime": 1_000_000, "aggregations": 1_000_000,
+            "eventtime": 1_000_000, "aggregations": 1_000_000, "stream_slices": 4,
             "join": 1_000_000, "state": [1_000_000, 5_000_000]},
     True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000,
-           "aggregations": 2_000, "join": 2_000,
+           "aggregations": 30_000, "stream_slices": 2, "join": 2_000,
            "state": [2_000, 5_000]},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
@@ -157,7 +158,8 @@ def main(argv=None) -> int:
             from benchmarks.bench_aggregations import run_aggregations
 
             section("aggregations", lambda: run_aggregations(spark, tmp, sizes["aggregations"], args.parallelism,
-                                                             args.repeat, warmup=not args.quick))
+                                                             args.repeat, warmup=not args.quick,
+                                                             stream_slices=sizes["stream_slices"]))
             section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
             from benchmarks.bench_eventtime import run_eventtime
 
@@ -265,6 +267,14 @@ def summary(report: dict) -> str:
             f"{v} {s['median']:,.0f}/s" for v, s in ag["records_per_s"].items())
             + " | " + ", ".join(f"{k} {r:.2f}" for k, r in ag["ratios"].items())
             + f" | equal to Spark: {all(ag['results_equal_spark'].values())}")
+        sr = ag.get("stream_runs", {})
+        if "stream_runs" in sr:
+            ours, theirs = sr["stream_runs"], sr["spark_available_now"]
+            lines.append(f"aggregations, {sr['slices']} stream runs + drain: {ours['total_seconds']:.1f}s total, "
+                         f"{ours['seconds_per_run']:.2f}s per run, drain {sr['drain_seconds']:.2f}s | Spark "
+                         f"AvailableNow x{sr['slices']}: {theirs['total_seconds']:.1f}s total, "
+                         f"{theirs['seconds_per_run']:.2f}s per run | records/s ours/Spark "
+                         f"{sr['ratio_stream_runs_over_spark_available_now']:.2f} | results equal")
     sc = report.get("scale")
     if isinstance(sc, dict) and "points" in sc:
         for p in sc["points"]:

@@ -1,6 +1,6 @@
 """Smoke test of the `make bench` harness (not a timed test: structure, never speed).
 
-Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join --repeat 1` in a
+Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join,aggregations --repeat 1` in a
 subprocess (its own SparkSession, none shared with the test process) and checks
 that the report has every key the docs table (benchmarks.bench_table) reads and that the plots exist.
 """
@@ -17,6 +17,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+SECTIONS = ("runtime", "parse", "eventtime", "join", "aggregations")
 
 
 def test_quick_bench_writes_report_and_plots(tmp_path):
@@ -24,7 +25,7 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
     env.setdefault("AIRFLOW_HOME", str(tmp_path / "airflow_home"))
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "runtime,parse,eventtime,join", "--repeat", "1",
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", ",".join(SECTIONS), "--repeat", "1",
          "--out", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
@@ -36,7 +37,7 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
         assert key in machine
     for mod in ("python", "pyspark", "airflow"):
         assert machine["versions"][mod]
-    assert report["settings"]["quick"] is True and report["settings"]["sections"] == ["runtime", "parse", "eventtime", "join"]
+    assert report["settings"]["quick"] is True and report["settings"]["sections"] == list(SECTIONS)
     assert "airflow" not in report and "scale" not in report and "flink" not in report
 
     runtime = report["runtime"]
@@ -83,6 +84,19 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     assert join["output_records"] == join["expected_output_records"]  # every pipeline computed what it should
     assert set(join["ratios"]) == {"co_process_over_keyed_process", "interval_join_over_keyed_process"}
     assert "| interval join: " in table(report)
+
+    agg = report["aggregations"]
+    from benchmarks.bench_aggregations import VARIANTS as AGG_VARIANTS
+
+    assert set(agg["records_per_s"]) == set(AGG_VARIANTS) and all(agg["results_equal_spark"].values()), agg
+    for ratio in ("sum_vectorized_over_spark_groupby", "sum_per_record_over_spark_groupby",
+                  "window_vectorized_over_spark_window", "window_per_record_over_spark_window",
+                  "window_streaming_over_spark_window"):
+        assert agg["ratios"][ratio] > 0
+    sr = agg["stream_runs"]  # asserted equal in the bench; some windows closed before the drain
+    assert sr["results_equal"] is True and sr["windows_compared"] > 0 and sr["windows_open_in_spark_state"] > 0
+    for who in ("stream_runs", "spark_available_now"):
+        assert len(sr[who]["run_seconds"]) == sr["slices"] and sr[who]["total_seconds"] > 0
 
     assert sorted(report["plots"]) == ["parse.png", "runtime.png"]
     for png in report["plots"]:
