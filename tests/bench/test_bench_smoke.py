@@ -1,6 +1,6 @@
 """Smoke test of the `make bench` harness (not a timed test: structure, never speed).
 
-Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join,aggregations --repeat 1` in a
+Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join,aggregations,connectors --repeat 1` in a
 subprocess (its own SparkSession, none shared with the test process) and checks
 that the report has every key the docs table (benchmarks.bench_table) reads and that the plots exist.
 """
@@ -17,7 +17,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
-SECTIONS = ("runtime", "parse", "eventtime", "join", "aggregations")
+SECTIONS = ("runtime", "parse", "eventtime", "join", "aggregations", "connectors")
 
 
 def test_quick_bench_writes_report_and_plots(tmp_path):
@@ -97,6 +97,17 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     assert sr["results_equal"] is True and sr["windows_compared"] > 0 and sr["windows_open_in_spark_state"] > 0
     for who in ("stream_runs", "spark_available_now"):
         assert len(sr[who]["run_seconds"]) == sr["slices"] and sr[who]["total_seconds"] > 0
+
+    connectors = report["connectors"]
+    from benchmarks.bench_connectors import CONNECTORS
+
+    assert set(connectors["connectors"]) == {c.name for c in CONNECTORS}
+    for name, c in connectors["connectors"].items():  # measured (every record written), or why not
+        if c["status"] == "measured":
+            assert c["records_written"] == connectors["records"] and c["records_per_s"] > 0, (name, c)
+        else:
+            assert c["status"].startswith("skipped: ") and os.environ.get("CI") != "true", (name, c)
+    assert connectors["connectors"]["file_source"]["status"] == "measured"
 
     assert sorted(report["plots"]) == ["parse.png", "runtime.png"]
     for png in report["plots"]:
