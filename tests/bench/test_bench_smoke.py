@@ -108,6 +108,8 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
         else:
             assert c["status"].startswith("skipped: ") and os.environ.get("CI") != "true", (name, c)
     assert connectors["connectors"]["file_source"]["status"] == "measured"
+    assert "| aggregations, " in table(report) and "| stream runs (+ drain) |" in table(report)
+    assert "| connector, one stream run of " in table(report)
 
     assert sorted(report["plots"]) == ["parse.png", "runtime.png"]
     for png in report["plots"]:
