@@ -18,6 +18,10 @@ whole pipeline run (`execute_pipeline` on Spark) or one Spark query, records/s o
 Targets (issue 25): sum_vectorized >= 0.5x spark_groupby; window_vectorized (BATCH) >= 0.5x
 spark_window; window_streaming_vectorized >= 0.25x spark_window. Every variant's result is
 checked against Spark's (per key, per key and window).
+
+Then, on the same rows: our stream runs over N slices of a monitored directory (and a drain)
+beside a Spark Structured Streaming `Trigger.AvailableNow` query over the same slices, one pass
+(`stream_runs` in the report; bench_stream_runs says what is compared).
 """
 
 from __future__ import annotations
@@ -119,7 +123,8 @@ class AggregationBench:
         return {(r["k"], r["ts"] - r["ts"] % WINDOW_MS): r["v"] for r in rows}
 
 
-def run_aggregations(spark, tmp: str, records: int, parallelism: int, repeat: int, warmup: bool) -> dict:
+def run_aggregations(spark, tmp: str, records: int, parallelism: int, repeat: int, warmup: bool,
+                     stream_slices: int = 4) -> dict:
     bench = AggregationBench(spark, tmp, records, parallelism)
     if warmup:  # JVM JIT, Python workers, first-job overheads: not measured
         for v in ("spark_groupby", "sum_vectorized"):
@@ -141,11 +146,16 @@ def run_aggregations(spark, tmp: str, records: int, parallelism: int, repeat: in
         "window_streaming_vectorized_over_spark_window": med["window_streaming_vectorized"] / med["spark_window"],
         "window_streaming_vectorized_over_window_streaming": med["window_streaming_vectorized"]
         / med["window_streaming"],
+        "window_vectorized_over_window_per_record": med["window_vectorized"] / med["window_per_record"],
     }
     keyed, windowed = bench.results("spark_groupby"), bench.results("spark_window")
     equal = {v: bench.results(v) == (keyed if v.startswith("sum") else windowed)
              for v in VARIANTS if not v.startswith("spark")}
+    from benchmarks.bench_stream_runs import run_stream_runs
+
+    stream = run_stream_runs(bench.spark, bench.root, bench.path, records, parallelism, stream_slices)
     return {
+        "stream_runs": stream,
         "records": records, "keys": KEYS, "window_ms": WINDOW_MS, "parallelism": parallelism, "repeat": repeat,
         "input": "two Parquet files {k, v, ts} (int64), ts = record index in ms; Parquet out",
         "seconds": secs, "records_per_s": rates, "ratios": ratios, "results_equal_spark": equal,

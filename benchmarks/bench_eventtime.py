@@ -163,7 +163,7 @@ def run_flink_window(parquet_path: str, records: int, parallelism: int, repeat: 
 
 def flink_worker(text: str, out: str, parallelism: int) -> None:
     from pyflink.common import Duration as FlinkDuration
-    from pyflink.common import Types
+    from pyflink.common import Time, Types
     from pyflink.common import WatermarkStrategy as FlinkWatermarkStrategy
     from pyflink.common.watermark_strategy import TimestampAssigner
     from pyflink.datastream.window import TumblingEventTimeWindows as FlinkTumbling
@@ -181,7 +181,7 @@ def flink_worker(text: str, out: str, parallelism: int) -> None:
      .map(lambda s: tuple(int(x) for x in s.split(",")), output_type=Types.PICKLED_BYTE_ARRAY()).set_parallelism(1)
      .assign_timestamps_and_watermarks(strategy).set_parallelism(1)
      .key_by(lambda r: r[0])
-     .window(FlinkTumbling.of(FlinkDuration.of_millis(WINDOW_MS)))
+     .window(FlinkTumbling.of(Time.milliseconds(WINDOW_MS)))  # PyFlink's window assigners take a Time
      .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])))
      .map(lambda r: f"{r[0]},{r[1]},{r[2]}", output_type=Types.STRING())
      .sink_to(text_sink(out)))

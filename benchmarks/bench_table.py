@@ -20,7 +20,8 @@ def _sec(s: dict) -> str:
 def _runs(report: dict) -> str:
     default = report["settings"]["repeat"]
     per = {s: report[s].get("repeat") or default
-           for s in ("runtime", "vectorized", "scale", "parse", "airflow", "flink", "eventtime", "join", "state")
+           for s in ("runtime", "vectorized", "aggregations", "scale", "parse", "airflow", "flink", "eventtime", "join",
+                     "state")
            if isinstance(report.get(s), dict) and "error" not in report[s] and "status" not in report[s]
            or (isinstance(report.get(s), dict) and report[s].get("status") == "measured")}
     if len(set(per.values())) <= 1:
@@ -63,6 +64,47 @@ def vectorized_table(report: dict) -> list:
     return out
 
 
+def aggregations_table(report: dict) -> list:
+    """The aggregations section: our variants beside Spark's, then stream runs beside AvailableNow."""
+    ag = report.get("aggregations")
+    if not ag or "ratios" not in ag:
+        return []
+    out = [f"| aggregations, {ag['records']:,} records, {ag['keys']:,} keys, parallelism {ag['parallelism']} "
+           "| records/s | this ÷ Spark's |", "|---|---|---|"]
+    for v, s in ag["records_per_s"].items():
+        spark = "spark_groupby" if v.startswith("sum") else "spark_window"
+        ratio = ag["ratios"].get(f"{v}_over_{spark}")
+        out.append(f"| {v.replace('_', ' ')} | {_rps(s)} | {'' if ratio is None else f'{ratio:.2f}'} |")
+    equal = all(ag["results_equal_spark"].values())
+    out += ["", f"Every variant's sums equal Spark's: {'yes' if equal else 'NO'}.", ""]
+    sr = ag.get("stream_runs") or {}
+    if "stream_runs" in sr:
+        out += [f"| {sr['slices']} slices of the same rows, one pass | total | per run | records/s |", "|---|---|---|---|"]
+        for key, label in (("stream_runs", "stream runs (+ drain)"), ("spark_available_now", "Spark AvailableNow")):
+            d = sr[key]
+            out.append(f"| {label} | {d['total_seconds']:.1f} s | {d['seconds_per_run']:.2f} s | "
+                       f"{d['records_per_s'] / 1e3:,.1f}k |")
+        out += ["", f"Drain {sr['drain_seconds']:.2f} s; {sr['windows_compared']:,} windows equal "
+                    f"({sr['compared']}).", ""]
+    return out
+
+
+def connectors_table(report: dict) -> list:
+    cn = report.get("connectors")
+    if not cn or "connectors" not in cn:
+        return []
+    out = [f"| connector, one stream run of {cn['records']:,} records, parallelism {cn['parallelism']} | records/s "
+           "| this ÷ file source |", "|---|---|---|"]
+    for name, d in cn["connectors"].items():
+        if "records_per_s" not in d:
+            out.append(f"| {name.replace('_', ' ')} | {d['status']} | |")
+            continue
+        ratio = (cn.get("over_file_source") or {}).get(name)
+        out.append(f"| {name.replace('_', ' ')} | {d['records_per_s'] / 1e3:,.1f}k | "
+                   f"{'' if ratio is None else f'{ratio:.2f}'} |")
+    return out + ["", "One run each.", ""]
+
+
 def table(report: dict) -> str:
     out = []
     m = report["machine"]
@@ -84,6 +126,8 @@ def table(report: dict) -> str:
                 out.append(f"| {shape.replace('_', ' ')}: {v} | {_rps(s)} | {ratio} |")
         out.append("")
     out += vectorized_table(report)
+    out += aggregations_table(report)
+    out += connectors_table(report)
     sc = report.get("scale")
     if sc and "points" in sc:
         out.append("| scale (3 operators) | chain records/s | fused records/s | chain ÷ fused | "

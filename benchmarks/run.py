@@ -1,6 +1,7 @@
 """`make bench`: the whole benchmark suite in one run, on the same generated data.
 
-    python -m benchmarks.run [--quick] [--only runtime,vectorized,airflow,parse,scale,flink,eventtime,join,state] [--repeat 3] [--out DIR]
+    python -m benchmarks.run [--quick] [--only runtime,vectorized,airflow,parse,scale,flink,eventtime,join,state,connectors]
+                             [--repeat 3] [--out DIR]
 
 Sections (see each module's docstring):
   runtime  chain runtime vs hand-fused mapInArrow / rdd.mapPartitions / native DataFrame /
@@ -10,7 +11,8 @@ Sections (see each module's docstring):
            per-record chain; 2M records, Parquet in and out                      (bench_vectorized)
   aggregations  keyed sum (vectorized and per record) and tumbling 10 s window sum (vectorized and
            per record, both modes) beside Spark's groupBy(k).agg(sum) and groupBy(k, window(ts, "10 seconds")); 1M records
-           in two Parquet files, 1,000 keys; results checked equal to Spark's     (bench_aggregations)
+           in two Parquet files, 1,000 keys; results checked equal to Spark's; then stream runs over
+           N slices (+ a drain) beside Spark Structured Streaming AvailableNow  (bench_aggregations)
   airflow  chained vs unchained DAG through Airflow with real spark-submit        (bench_airflow_e2e)
   parse    DagBag parse of a DAG file with a 200-operator pipeline vs without     (bench_parse)
   scale    (1) at 0.5M, 2M, 8M records with the Python workers' peak RSS          (bench_spark)
@@ -21,6 +23,9 @@ Sections (see each module's docstring):
   join     interval join and keyed co-process vs a single-input keyed process, 1M records each (bench_join)
   state    a keyed operator's state in the heap vs the RocksDB backend at 1M keys, RocksDB at 5M:
            peak RSS, snapshot size and time per key group, incremental re-snapshot, restore (bench_state)
+  connectors  records/s of one stream run over 1M rows per connector (NATS JetStream source, Delta
+           source and sink, SQL sink) beside the file source; skipped when the service is down
+                                                                                  (bench_connectors)
 
 Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,
 versions, load average) and DIR/<section>.png. `--quick` runs tiny sizes (the
@@ -42,14 +47,15 @@ import traceback
 from benchmarks.bench_common import REPO, machine_info
 
 SECTIONS = ("runtime", "vectorized", "aggregations", "airflow", "parse", "scale", "flink", "eventtime", "join",
-            "state")
+            "state", "connectors")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 2_000_000, "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
-            "eventtime": 1_000_000, "aggregations": 1_000_000,
+            "eventtime": 1_000_000, "aggregations": 1_000_000, "stream_slices": 4,
+            "connectors": 1_000_000,
             "join": 1_000_000, "state": [1_000_000, 5_000_000]},
     True: {"runtime": 2_000, "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000,
-           "aggregations": 2_000, "join": 2_000,
+           "aggregations": 30_000, "stream_slices": 2, "join": 2_000, "connectors": 2_000,
            "state": [2_000, 5_000]},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
@@ -67,6 +73,7 @@ def parse_args(argv=None):
     ap.add_argument("--aggregations-records", type=int,
                     help="override the aggregations section's input size (default 1M)")
     ap.add_argument("--join-records", type=int, help="override the join section's input size (default 1M)")
+    ap.add_argument("--connectors-records", type=int, help="override the connectors section's size (default 1M)")
     ap.add_argument("--state-keys", help="override the state section's key counts: HEAP_AND_ROCKSDB,ROCKSDB_ONLY "
                                          "(default 1000000,5000000)")
     ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
@@ -92,6 +99,8 @@ def main(argv=None) -> int:
         sizes["eventtime"] = args.eventtime_records
     if args.join_records:
         sizes["join"] = args.join_records
+    if args.connectors_records:
+        sizes["connectors"] = args.connectors_records
     if args.aggregations_records:
         sizes["aggregations"] = args.aggregations_records
     if args.state_keys:
@@ -141,7 +150,7 @@ def main(argv=None) -> int:
         if {"runtime", "vectorized", "scale", "flink"} & set(args.sections):  # the sections reading it
             write_input(input_path, sizes["runtime"])
         inputs = {sizes["runtime"]: input_path}
-        if {"runtime", "vectorized", "aggregations", "scale", "eventtime", "join"} & set(args.sections):
+        if {"runtime", "vectorized", "aggregations", "scale", "eventtime", "join", "connectors"} & set(args.sections):
             from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
             spark = get_or_create_spark(master=f"local[{args.parallelism}]", app_name="flinkchain-bench",
@@ -157,7 +166,8 @@ def main(argv=None) -> int:
             from benchmarks.bench_aggregations import run_aggregations
 
             section("aggregations", lambda: run_aggregations(spark, tmp, sizes["aggregations"], args.parallelism,
-                                                             args.repeat, warmup=not args.quick))
+                                                             args.repeat, warmup=not args.quick,
+                                                             stream_slices=sizes["stream_slices"]))
             section("scale", lambda: run_scale(spark, tmp, sizes["scale"], args.parallelism, args.repeat, inputs))
             from benchmarks.bench_eventtime import run_eventtime
 
@@ -168,6 +178,10 @@ def main(argv=None) -> int:
 
                 section("join", lambda: run_join(spark, tmp, sizes["join"], args.parallelism, args.repeat,
                                                  warmup=not args.quick))
+            from benchmarks.bench_connectors import run_connectors
+
+            section("connectors", lambda: run_connectors(spark, tmp, sizes["connectors"], args.parallelism,
+                                                         warmup=not args.quick))
             spark.stop()
             spark = None
         from benchmarks.bench_state import run_state
@@ -265,6 +279,14 @@ def summary(report: dict) -> str:
             f"{v} {s['median']:,.0f}/s" for v, s in ag["records_per_s"].items())
             + " | " + ", ".join(f"{k} {r:.2f}" for k, r in ag["ratios"].items())
             + f" | equal to Spark: {all(ag['results_equal_spark'].values())}")
+        sr = ag.get("stream_runs", {})
+        if "stream_runs" in sr:
+            ours, theirs = sr["stream_runs"], sr["spark_available_now"]
+            lines.append(f"aggregations, {sr['slices']} stream runs + drain: {ours['total_seconds']:.1f}s total, "
+                         f"{ours['seconds_per_run']:.2f}s per run, drain {sr['drain_seconds']:.2f}s | Spark "
+                         f"AvailableNow x{sr['slices']}: {theirs['total_seconds']:.1f}s total, "
+                         f"{theirs['seconds_per_run']:.2f}s per run | records/s ours/Spark "
+                         f"{sr['ratio_stream_runs_over_spark_available_now']:.2f} | results equal")
     sc = report.get("scale")
     if isinstance(sc, dict) and "points" in sc:
         for p in sc["points"]:
@@ -302,6 +324,11 @@ def summary(report: dict) -> str:
         from benchmarks.bench_state import summary_lines
 
         lines.extend(summary_lines(st))
+    cn = report.get("connectors")
+    if isinstance(cn, dict) and "connectors" in cn:
+        from benchmarks.bench_connectors import summary_line
+
+        lines.append(summary_line(cn))
     jn = report.get("join")
     if isinstance(jn, dict) and "records_per_s" in jn:
         lines.append(f"join ({jn['records']:,} records): " + ", ".join(

@@ -1,6 +1,6 @@
 """Smoke test of the `make bench` harness (not a timed test: structure, never speed).
 
-Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join --repeat 1` in a
+Runs `python -m benchmarks.run --quick --only runtime,parse,eventtime,join,aggregations,connectors --repeat 1` in a
 subprocess (its own SparkSession, none shared with the test process) and checks
 that the report has every key the docs table (benchmarks.bench_table) reads and that the plots exist.
 """
@@ -17,6 +17,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+SECTIONS = ("runtime", "parse", "eventtime", "join", "aggregations", "connectors")
 
 
 def test_quick_bench_writes_report_and_plots(tmp_path):
@@ -24,7 +25,7 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)}
     env.setdefault("AIRFLOW_HOME", str(tmp_path / "airflow_home"))
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "runtime,parse,eventtime,join", "--repeat", "1",
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", ",".join(SECTIONS), "--repeat", "1",
          "--out", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
@@ -36,7 +37,7 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
         assert key in machine
     for mod in ("python", "pyspark", "airflow"):
         assert machine["versions"][mod]
-    assert report["settings"]["quick"] is True and report["settings"]["sections"] == ["runtime", "parse", "eventtime", "join"]
+    assert report["settings"]["quick"] is True and report["settings"]["sections"] == list(SECTIONS)
     assert "airflow" not in report and "scale" not in report and "flink" not in report
 
     runtime = report["runtime"]
@@ -64,7 +65,14 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
         assert eventtime["output_records"][variant] == expected_outputs(variant, eventtime["records"]) > 0
     assert set(eventtime["ratios"]) == {f"{v}_over_reduce_batch" for v in VARIANTS if v != "reduce_batch"}
     assert isinstance(eventtime["meets_target"], bool)
-    assert "status" in eventtime["flink"]  # "measured", or why it was skipped
+    from benchmarks.bench_flink import flink_python
+
+    if flink_python() is None:  # why it was skipped
+        assert eventtime["flink"]["status"].startswith("skipped"), eventtime["flink"]
+    else:  # PyFlink ran the same window and computed every result
+        flink = eventtime["flink"]
+        assert flink["status"] == "measured", flink
+        assert flink["output_records"] == expected_outputs("window_streaming", eventtime["records"]), flink
     from benchmarks.bench_table import table
 
     assert "| window, streaming |" in table(report)
@@ -76,6 +84,32 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     assert join["output_records"] == join["expected_output_records"]  # every pipeline computed what it should
     assert set(join["ratios"]) == {"co_process_over_keyed_process", "interval_join_over_keyed_process"}
     assert "| interval join: " in table(report)
+
+    agg = report["aggregations"]
+    from benchmarks.bench_aggregations import VARIANTS as AGG_VARIANTS
+
+    assert set(agg["records_per_s"]) == set(AGG_VARIANTS) and all(agg["results_equal_spark"].values()), agg
+    for ratio in ("sum_vectorized_over_spark_groupby", "sum_per_record_over_spark_groupby",
+                  "window_vectorized_over_spark_window", "window_per_record_over_spark_window",
+                  "window_streaming_over_spark_window"):
+        assert agg["ratios"][ratio] > 0
+    sr = agg["stream_runs"]  # asserted equal in the bench; some windows closed before the drain
+    assert sr["results_equal"] is True and sr["windows_compared"] > 0 and sr["windows_open_in_spark_state"] > 0
+    for who in ("stream_runs", "spark_available_now"):
+        assert len(sr[who]["run_seconds"]) == sr["slices"] and sr[who]["total_seconds"] > 0
+
+    connectors = report["connectors"]
+    from benchmarks.bench_connectors import CONNECTORS
+
+    assert set(connectors["connectors"]) == {c.name for c in CONNECTORS}
+    for name, c in connectors["connectors"].items():  # measured (every record written), or why not
+        if c["status"] == "measured":
+            assert c["records_written"] == connectors["records"] and c["records_per_s"] > 0, (name, c)
+        else:
+            assert c["status"].startswith("skipped: ") and os.environ.get("CI") != "true", (name, c)
+    assert connectors["connectors"]["file_source"]["status"] == "measured"
+    assert "| aggregations, " in table(report) and "| stream runs (+ drain) |" in table(report)
+    assert "| connector, one stream run of " in table(report)
 
     assert sorted(report["plots"]) == ["parse.png", "runtime.png"]
     for png in report["plots"]:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.core import copying
-from airflow_flinkchain.runtime.core.copying import (IMMUTABLE_TYPES, RC_ITEM, RC_ITEM_LOCAL, RC_PRIVATE, RC_SEQ,
+from airflow_flinkchain.runtime.core.copying import (IMMUTABLE_TYPES, RC_ITEM, RC_ITEM_LOCAL, RC_PRIVATE,
                                                 copy_record)
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
@@ -73,7 +73,7 @@ class Segment:
         names: dict[str, Any] = {
             "IMM": IMMUTABLE_TYPES, "copy_record": copy_record, "CEE": ChainExecutionError,
             "rc": sys.getrefcount, "RCP": RC_PRIVATE, "RCI": RC_ITEM,
-            "RCS": RC_SEQ, "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable,
+            "RCL": RC_ITEM_LOCAL, "flat": copying.flat_immutable,
             "frc": copying.flat_refcount, "SEQ": frozenset({list, tuple}),
             "cell": ops[0].cell, "SPECIAL": frozenset({StreamRecord, Watermark}), "WM": Watermark,
             "on_wm": ops[0].process_watermark, "OT": OutputTag,
@@ -251,11 +251,14 @@ def _private_test(kind, v: str, i: int, var: str, count: Optional[str] = None):
                 (an operator returning its input fails this: x holds it too);
       flat_map: for v in r -> v is private iff refcount(v) == RC_PRIVATE (an
                 iterator that keeps no reference), or r is a list/tuple that
-                only the loop holds (refcount(r) == RC_SEQ) and v is in it once
+                only the loop holds (see s{i} below) and v is in it once
                 (refcount(v) == RC_ITEM), or once and is the flat_map's input
                 record `x` (refcount(v) == RC_ITEM_LOCAL: our local x is the
                 one more holder; x is not read again, as iterating a
                 list/tuple cannot raise); a record emitted twice is copied.
+                Whether only the loop holds r is asked once, before the loop
+                (`s{i}`: refcount(r) == RC_PRIVATE with our local r its one
+                holder): no code that runs during the loop can reach r.
     """
     if RC_PRIVATE is None:
         return None
@@ -263,9 +266,16 @@ def _private_test(kind, v: str, i: int, var: str, count: Optional[str] = None):
     if kind is K.MAP:
         return f"{c} == RCP"
     if kind is K.FLAT_MAP or kind is K.PROCESS:
-        return (f"({c} == RCP or (type(r{i}) in SEQ and rc(r{i}) == RCS and ({c} == RCI"
-                f" or ({v} is {var} and {c} == RCL))))")
+        return f"({c} == RCP or (s{i} and ({c} == RCI or ({v} is {var} and {c} == RCL))))"
     return None
+
+
+def _sequence_private_line(kind, i: int, needs_copy: bool) -> list:
+    """`s{i}`, read by _private_test: operator i's result r{i} is a list or tuple that
+    nothing but our local r{i} references (asked before iterating it)."""
+    if RC_PRIVATE is None or not needs_copy or (kind is not K.FLAT_MAP and kind is not K.PROCESS):
+        return []
+    return [f"s{i} = type(r{i}) in SEQ and rc(r{i}) == RCP"]
 
 
 # CPython refuses a function with more than 20 nested blocks (try, for) or 100
@@ -407,8 +417,10 @@ class _SegmentSource:
                 side_output = [pad + f"            if type({out}) is tuple and len({out}) == 2 and type({out}[0]) is OT:",
                                pad + f"                side{i}({out}[0], {out}[1])",
                                pad + "                continue"]
+            seq_private = [pad + "        " + line for line in
+                           _sequence_private_line(kind, i, i < len(self.ops) - 1 and self.copies[i])]
             return [pad + "try:", pad + f"    r{i} = {call}",
-                    pad + f"    if r{i} is not None:", pad + f"        for {out} in r{i}:", *side_output,
+                    pad + f"    if r{i} is not None:", *seq_private, pad + f"        for {out} in r{i}:", *side_output,
                     pad + f"            o{i} += 1", *hand_on(out, depth + 3),
                     pad + "except CEE:", pad + "    raise",
                     pad + "except Exception as e:", pad + f"    err{i}(e, {var})"]
