@@ -30,16 +30,23 @@ _INSTALLED_ROOTS = tuple(
 _PACKAGE_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# path -> whether a module there is pickled by value: realpath() of every loaded module on
+# every dump would dominate a checkpoint (one dump per key group)
+_BY_VALUE_PATHS: dict[str, bool] = {}
+
+
 def _pickled_by_value(name: str, module: Any) -> bool:
     if name == "__main__" or name.split(".")[0] in ("airflow_flinkchain", "cloudpickle", "pyspark", "py4j"):
         return False  # __main__ is by value anyway; our package ships as code
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py"):
         return False  # builtin, namespace or extension module
-    real = os.path.realpath(path)
-    if real.startswith(_INSTALLED_ROOTS) or real.startswith(_PACKAGE_ROOT + os.sep):
-        return False
-    return True
+    known = _BY_VALUE_PATHS.get(path)
+    if known is None:
+        real = os.path.realpath(path)
+        known = not (real.startswith(_INSTALLED_ROOTS) or real.startswith(_PACKAGE_ROOT + os.sep))
+        _BY_VALUE_PATHS[path] = known
+    return known
 
 
 def by_value_modules() -> list[str]:
