@@ -8,11 +8,6 @@ from airflow_flinkchain.runtime.exchange.layout import Location
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
 
-def read_file_rows(source: FileSource, path: str, where: str) -> list[dict]:
-    """The rows of a file source as dicts (see `read_file_table`)."""
-    return read_file_table(source, path, where)[0].to_pylist()
-
-
 def read_file_table(source: FileSource, path: str, where: str) -> tuple:
     """(the rows of a file source as a pyarrow Table, the rows of each of its files in name order),
     read with pyarrow (files or a directory; names starting with '.' or '_' are skipped, as Spark does)."""

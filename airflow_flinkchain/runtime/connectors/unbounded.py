@@ -22,10 +22,14 @@ in contiguous ranges of their sorted paths. Every source kind goes through the s
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Callable, Iterator, Optional
+
+import pyarrow as pa
 
 from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, register_source
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location
 
 BOUNDED_READ = {"bounded": "read"}
@@ -66,9 +70,30 @@ class StreamSourceReader(SourceReader):
         self.assignments = assignments
         self.plain_values = isinstance(descriptor, FileSource)
 
+    def _mine(self, subtask: int) -> list:
+        return self.assignments[subtask] if subtask < len(self.assignments) else []
+
     def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
-        for split_id, start, end in self.assignments[subtask] if subtask < len(self.assignments) else ():
+        if isinstance(self.descriptor, FileSource):  # one stream, rows without a Python frame each
+            return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._file_batches(subtask)))],
+                                continuous=True)
+        return self._records(subtask)
+
+    def _records(self, subtask: int) -> Iterator[Any]:
+        for split_id, start, end in self._mine(subtask):
             yield from _read_split(self.descriptor, split_id, start, end, self.label)
+
+    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Optional[Iterator[pa.RecordBatch]]:
+        """A monitored file source's rows as Arrow batches (for a batch operator at the head of
+        the chain), in file order; None for other sources (read as records)."""
+        return self._file_batches(subtask) if isinstance(self.descriptor, FileSource) else None
+
+    def _file_batches(self, subtask: int) -> Iterator[pa.RecordBatch]:
+        from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
+        from airflow_flinkchain.runtime.connectors.parquet_batches import BATCH_ROWS
+
+        for split_id, _start, _end in self._mine(subtask):
+            yield from read_file_table(self.descriptor, split_id, self.label)[0].to_batches(max_chunksize=BATCH_ROWS)
 
 
 class NothingReader(SourceReader):
@@ -166,11 +191,7 @@ def _discover_rows(source: SqlSource, positions: dict, label: str) -> tuple[list
 
 
 def _read_split(source: Any, split_id: str, start: Any, end: Any, label: str) -> Iterator[Any]:
-    if isinstance(source, FileSource):
-        from airflow_flinkchain.runtime.connectors.file_rows import read_file_rows
-
-        yield from read_file_rows(source, split_id, label)
-    elif isinstance(source, SqlSource):
+    if isinstance(source, SqlSource):
         from airflow_flinkchain.runtime.connectors.sql import read_query
 
         col = source.incremental_column

@@ -272,7 +272,10 @@ class LocalTaskIO:
                         "run this pipeline with execute() (Spark)")
 
     def source_batches(self, head, subtask: int) -> Optional[Iterable]:
-        if self.run.source is not None or not isinstance(head.function, FileSource):
+        if self.run.source is not None:  # a stream run's reader: a monitored file source reads batches
+            read_batches = getattr(self.run.source, "read_batches", None)
+            return None if read_batches is None else read_batches(subtask, iter(()))
+        if not isinstance(head.function, FileSource):
             return None
         return (b for t in self.run.file_split(subtask) for b in t.to_batches())
 
