@@ -206,3 +206,34 @@ def test_a_monitored_directory_read_in_one_run_is_the_stream_its_runs_read(tmp_p
     example.stream_runs_pipeline(incoming, output, ckpt, parallelism=2).execute_local(run_id="drain", drain=True)
     got = sink_rows(output)
     assert got == want, (sorted((got - want).elements())[:5], sorted((want - got).elements())[:5])
+
+
+def test_a_monitored_parquet_directory_feeds_a_vectorized_aggregation_as_its_per_record_twin(tmp_path):
+    """A typed monitored Parquet source before a vectorized keyed sum reads its new files as
+    Arrow batches; over stream runs and a drain the results equal the reduce twin's, which
+    reads them as records."""
+    from collections import Counter
+
+    from airflow_flinkchain.io import ParquetSource
+    from airflow_flinkchain.planner.vectorized import takes_batches
+    from tests.vectorized.test_vectorized_aggregations_spark import ROW, twin_reduce, write_slice
+
+    def runs(name, vectorized):
+        data, held, ckpt = tmp_path / name / "in", tmp_path / name / "held", str(tmp_path / name / "ckpt")
+        for k in range(3):
+            write_slice(held, f"part-{k}.parquet", k, 90 + 10 * k)
+        got = []
+        for k in range(4):
+            if k < 3:
+                data.mkdir(parents=True, exist_ok=True)
+                (held / f"part-{k}.parquet").rename(data / f"part-{k}.parquet")
+            p = StreamPipeline(name, parallelism=2, runtime_mode="streaming", checkpoint_dir=ckpt)
+            keyed = p.from_source(ParquetSource(str(data), monitor=True), name="src", output_type=ROW).uid(
+                "src").key_by(lambda r: r["k"])
+            (keyed.sum("v") if vectorized else keyed.reduce(twin_reduce("sum"))).uid("agg").name("agg").collect("out")
+            assert takes_batches(next(n for n in p.plan().stream_graph.nodes if n.name == "agg")) == vectorized
+            got += p.execute_local(run_id=f"r{k}", drain=k == 3).output("out")
+        return Counter(tuple(sorted(r.items())) for r in got)
+
+    want = runs("twin", False)
+    assert sum(want.values()) == 300 and runs("vectorized", True) == want
