@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink, FileSink, SqlSink
-from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, SqlSource
+from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, PostgresCdcSource, SqlSource
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,8 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
         return sql_uri_from_connection(descriptor.conn_id, table, where)
     if isinstance(descriptor, NatsJetStreamSource):
         return nats_uri(descriptor.servers[0], descriptor.stream)
+    if isinstance(descriptor, PostgresCdcSource):  # one table: its URI; several: none unless asset= names one
+        return sql_uri_from_url(descriptor.url, descriptor.tables[0]) if len(descriptor.tables) == 1 else None
     return None
 
 

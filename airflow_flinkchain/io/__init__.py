@@ -12,11 +12,12 @@ from airflow_flinkchain.io.sources import (
     JsonLinesSource,
     NatsJetStreamSource,
     ParquetSource,
+    PostgresCdcSource,
     Source,
     SqlSource,
 )
 
 __all__ = [
     "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "JsonLinesSink",
-    "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
+    "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "PostgresCdcSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

@@ -5,7 +5,7 @@ the built-in ones."""
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source, sink_connector, source_reader)
 from airflow_flinkchain.runtime.connectors import (collect, collection, delta, files, nats_jetstream,  # noqa: F401
-                                                  sql, text_lines, unbounded)  # (registration)
+                                                  postgres_cdc, sql, text_lines, unbounded)  # (registration)
 
 __all__ = ["ConnectorContext", "SinkConnector", "SourceReader", "register_sink", "register_source",
            "sink_connector", "source_reader"]
