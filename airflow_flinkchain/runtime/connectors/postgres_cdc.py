@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 OWNERS = "public.flinkchain_cdc_slots"
 FLUSH_WAIT_S = 30
 FETCH_ROWS = 2000
+SLOT_BUSY_WAIT_S = 60
 
 
 def _psycopg2():
@@ -121,6 +122,19 @@ class PostgresCdcSplits:
                                  "where slot_name = %s", (self.split,))
         return rows[0] if rows else None
 
+    def _wait_inactive(self, conn) -> None:
+        """A killed reader's server process may hold the slot a moment longer."""
+        deadline = time.monotonic() + SLOT_BUSY_WAIT_S
+        while True:
+            rows = self._query(conn, "select active_pid from pg_replication_slots where slot_name = %s and "
+                                     "active_pid is not null", (self.split,))
+            if not rows:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.where}: slot {self.split!r} is in use by server process {rows[0][0]} "
+                                   f"for more than {SLOT_BUSY_WAIT_S}s; only this source may read it")
+            time.sleep(0.2)
+
     def initial_position(self, split_id: str) -> Any:
         return None  # never read: the first run snapshots
 
@@ -163,6 +177,7 @@ class PostgresCdcSplits:
         slot = self._slot(conn)
         if lsn is None or slot is None or lsn_int(slot[2]) >= lsn:
             return
+        self._wait_inactive(conn)
         self._query(conn, "select pg_replication_slot_advance(%s, %s::pg_lsn)", (self.split, lsn_text(lsn)))
 
     def committed(self, positions: dict) -> None:
@@ -192,6 +207,7 @@ class PostgresCdcSplits:
             setup = self._connect()
             try:  # a slot of this stream without a committed position: a first run that did not commit
                 if self._slot(setup) is not None:
+                    self._wait_inactive(setup)
                     self._query(setup, "select pg_drop_replication_slot(%s)", (self.split,))
                 self._query(setup, f"insert into {OWNERS} (slot_name, owner) values (%s, %s) on conflict "
                                    "(slot_name) do update set owner = excluded.owner, created_at = now()",
@@ -236,6 +252,7 @@ class PostgresCdcSplits:
         wanted = set(self.source.tables)
         decoder = Decoder(self.where)
         try:
+            self._wait_inactive(conn)
             with conn.cursor(name="flinkchain_cdc") as cur:
                 try:
                     cur.execute("select lsn::text, data from pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, "
