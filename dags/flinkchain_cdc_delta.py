@@ -6,7 +6,8 @@
                     -> DeltaSink(silver/orders, merge_keys=["id"])  (the table, one merge per run)
                   and the changes themselves
                     -> DeltaSink(bronze/order_changes)              (append-only changelog, one commit per run)
-    orders_gold:  DeltaSource(bronze/order_changes)                 (the versions committed since its last run)
+    orders_gold:  DeltaSource(bronze/order_changes)                 (the versions committed since its last run;
+                                                                     scheduled on that table's asset events)
                     -> key_by op -> running count -> DeltaSink(gold/changes_per_op, merge_keys=["op"])
 
 The merged silver table rewrites files on every merge, so it is no input for `DeltaSource`
@@ -25,7 +26,7 @@ from __future__ import annotations
 import datetime
 import os
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Asset
 
 import sample_data
 from airflow_flinkchain import RuntimeExecutionMode, StreamPipeline
@@ -109,6 +110,6 @@ with DAG("flinkchain_cdc_orders", schedule=datetime.timedelta(minutes=10), doc_m
     cdc_pipeline(CDC_URL, _paths["silver"], _paths["changes"],
                  os.path.join(_paths["checkpoints"], "cdc_orders")).to_airflow()
 
-with DAG("flinkchain_orders_gold", schedule=datetime.timedelta(minutes=10), doc_md=__doc__, max_active_runs=1,
+with DAG("flinkchain_orders_gold", schedule=[Asset("file://" + _paths["changes"])], doc_md=__doc__, max_active_runs=1,
          **sample_data.example_dag_args("cdc", "delta", "stream-runs")) as gold_dag:
     gold_pipeline(_paths["changes"], _paths["gold"], os.path.join(_paths["checkpoints"], "orders_gold")).to_airflow()

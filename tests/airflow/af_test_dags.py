@@ -67,7 +67,9 @@ with DAG("af_cdc_orders", schedule=datetime.timedelta(minutes=1), start_date=STA
                  os.path.join(AF_CDC_ROOT, "checkpoints", "cdc"), name="af_cdc_orders",
                  slot_name="af_cdc_orders").to_airflow()
 
-with DAG("af_orders_gold", schedule=datetime.timedelta(minutes=1), start_date=START, catchup=False,
-         max_active_runs=1) as orders_gold:
+from airflow.sdk import Asset  # noqa: E402
+
+with DAG("af_orders_gold", schedule=[Asset("file://" + os.path.join(AF_CDC_ROOT, "changes"))], start_date=START,
+         catchup=False, max_active_runs=1) as orders_gold:  # a run after each CDC run's commit
     gold_pipeline(os.path.join(AF_CDC_ROOT, "changes"), os.path.join(AF_CDC_ROOT, "gold"),
                   os.path.join(AF_CDC_ROOT, "checkpoints", "gold"), name="af_orders_gold").to_airflow()

@@ -29,12 +29,13 @@ BATCHES = [
 
 
 def _unpause(env, dag_id: str) -> None:
-    deadline = time.time() + 300
-    out = airflow(env, "dags", "unpause", dag_id)
-    while out.returncode != 0 and time.time() < deadline:  # not parsed yet
-        time.sleep(5)
-        out = airflow(env, "dags", "unpause", dag_id)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    """Unpause once the DAG is serialized (an unpause racing its first parse is undone by
+    DAGS_ARE_PAUSED_AT_CREATION): again until a run of it exists."""
+    deadline = time.time() + 600
+    while not _runs(env, dag_id):
+        assert time.time() < deadline, f"{dag_id} never ran"
+        airflow(env, "dags", "unpause", dag_id)
+        time.sleep(20)
 
 
 def _succeeded(env, dag_id: str) -> int:
@@ -43,46 +44,53 @@ def _succeeded(env, dag_id: str) -> int:
     return sum(r["state"] == "success" for r in runs)
 
 
-def test_cdc_to_delta_dags_under_the_scheduler(airflow_home, pg_cluster, tmp_path):  # noqa: F811
+def _state(root: Path) -> tuple:
+    """(rows of the merged table, Counter of the changelog's ops, the gold counts) as they are now."""
     from deltalake import DeltaTable
 
+    def rows(name):
+        path = str(root / name)
+        return DeltaTable(path).to_pyarrow_table().to_pylist() if DeltaTable.is_deltatable(path) else []
+
+    return rows("silver"), rows("changes"), {r["op"]: r["changes"] for r in rows("gold")}
+
+
+def test_cdc_to_delta_dags_under_the_scheduler(airflow_home, pg_cluster, tmp_path):  # noqa: F811
     db = pg_cluster.new_database()
     pg_cluster.execute(db, "create table orders (id int primary key, item text, qty int)",
                        "insert into orders select i, 'item' || i, i from generate_series(1, 10) i")
     base_env, _ = airflow_home
+    root = Path(base_env["AIRFLOW_HOME"]) / "flinkchain" / "af_cdc"
+    want_ops = Counter({"r": 10, "u": 4, "d": 4, "c": 2})  # BATCHES, each statement one row
     with airflow_stack(base_env, tmp_path, AIRFLOW__CORE__PARALLELISM="2",
                        FLINKCHAIN_CDC_URL=pg_cluster.url(db)) as running:
         env = running["env"]
-        _unpause(env, CDC_DAG)
-        _unpause(env, GOLD_DAG)
-        applied, gold_after_last, deadline = 0, None, time.time() + 1800
         try:
+            _unpause(env, CDC_DAG)
+            _unpause(env, GOLD_DAG)  # runs on the changelog's asset events: after each CDC commit
+            applied, deadline = 0, time.time() + 1800
             while time.time() < deadline:
-                cdc_done, gold_done = _succeeded(env, CDC_DAG), _succeeded(env, GOLD_DAG)
+                cdc_done = _succeeded(env, CDC_DAG)
+                _succeeded(env, GOLD_DAG)
                 if applied < len(BATCHES) and cdc_done > applied:  # a change batch between two runs
                     pg_cluster.execute(db, "begin", *BATCHES[applied], "commit")
                     applied += 1
-                elif applied == len(BATCHES) and gold_after_last is None and cdc_done > applied + 1:
-                    gold_after_last = gold_done + 2  # a CDC run began after the last batch; a gold run after its commit
-                if gold_after_last is not None and gold_done >= gold_after_last:
-                    break
-                time.sleep(3)
+                if applied == len(BATCHES) and cdc_done > applied + 1:  # a run began after the last batch
+                    airflow(env, "dags", "pause", CDC_DAG)
+                    silver, changes, gold = _state(root)
+                    if Counter(r["op"] for r in changes) == want_ops and gold == dict(want_ops):
+                        break
+                time.sleep(5)
             else:
-                pytest.fail(f"not done in time: {_runs(env, CDC_DAG)} {_runs(env, GOLD_DAG)}")
-        except AssertionError:
+                pytest.fail(f"not done in time: {_runs(env, CDC_DAG)} {_runs(env, GOLD_DAG)} {_state(root)}")
+        except AssertionError as exc:
             running["log_file"].flush()
-            raise AssertionError(Path(running["log"]).read_text()[-6000:])
+            raise AssertionError(f"{exc}\n{Path(running['log']).read_text()[-6000:]}") from None
         finally:
             airflow(env, "dags", "pause", CDC_DAG)
             airflow(env, "dags", "pause", GOLD_DAG)
-    root = Path(env["AIRFLOW_HOME"]) / "flinkchain" / "af_cdc"
-    silver = DeltaTable(str(root / "silver")).to_pyarrow_table().to_pylist()
+    silver, changes, gold = _state(root)
     table = sorted(pg_cluster.execute(db, "select id, item, qty from orders"))
     assert sorted((r["id"], r["item"], r["qty"]) for r in silver if not r["deleted"]) == table
     assert {r["id"] for r in silver if r["deleted"]} == {2, 3, 11}
-    changes = DeltaTable(str(root / "changes")).to_pyarrow_table().to_pylist()
-    ops = Counter(r["op"] for r in changes)
-    assert ops == Counter({"r": 10, "u": 4, "d": 4, "c": 2}), ops  # each change once
-    assert len({(r["op"], r["id"], r["lsn"]) for r in changes}) == len(changes)
-    gold = {r["op"]: r["changes"] for r in DeltaTable(str(root / "gold")).to_pyarrow_table().to_pylist()}
-    assert gold == dict(ops)
+    assert len({(r["op"], r["id"], r["lsn"]) for r in changes}) == len(changes)  # each change once
