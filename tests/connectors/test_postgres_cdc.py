@@ -17,6 +17,7 @@ import pytest
 from airflow_flinkchain.io.sources import PostgresCdcSource
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError
 from tests.conformance_cases import as_multiset
+from tests.connectors.nats_server import unavailable
 from tests.connectors.pg_logical import (KillOn, canonical, cdc_pipeline, materialize, pg_cluster,  # noqa: F401
                                          pg_db)
 from tests.streamruns.cases import differences
@@ -201,7 +202,7 @@ def test_wal_level_replica_fails_naming_the_fix(tmp_path):
     try:
         psycopg2.connect(url, connect_timeout=3).close()
     except psycopg2.Error:
-        pytest.skip("no PostgreSQL with wal_level=replica at 127.0.0.1:5432 to test against")
+        unavailable("no PostgreSQL at 127.0.0.1:5432 (wal_level=replica) to test the wal_level error against")
     p = cdc_pipeline(PostgresCdcSource(url, ("public.orders",)), str(tmp_path / "ckpt"))
     with pytest.raises(ChainRunError, match=r"source 'pg'.*wal_level=replica.*wal_level = logical"):
         p.execute_local(run_id="r1")
