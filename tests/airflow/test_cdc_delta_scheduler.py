@@ -61,7 +61,8 @@ def test_cdc_to_delta_dags_under_the_scheduler(airflow_home, pg_cluster, tmp_pat
                        "insert into orders select i, 'item' || i, i from generate_series(1, 10) i")
     base_env, _ = airflow_home
     root = Path(base_env["AIRFLOW_HOME"]) / "flinkchain" / "af_cdc"
-    want_ops = Counter({"r": 10, "u": 4, "d": 4, "c": 2})  # BATCHES, each statement one row
+    want_ops = Counter({"r": 10}) + Counter({"insert": "c", "update": "u", "delete": "d"}[sql.split()[0]]
+                                            for batch in BATCHES for sql in batch)  # one row per statement
     with airflow_stack(base_env, tmp_path, AIRFLOW__CORE__PARALLELISM="2",
                        FLINKCHAIN_CDC_URL=pg_cluster.url(db)) as running:
         env = running["env"]

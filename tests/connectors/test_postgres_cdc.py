@@ -195,6 +195,19 @@ def test_a_run_stopped_between_commit_and_advance_doubles_nothing(tmp_path, pg_c
     assert fourth.output("changes") == [] and slot_lsn() != held
 
 
+def test_re_running_a_committed_run_is_refused_once_the_slot_released_its_changes(tmp_path, pg_cluster, pg_db):
+    ckpt = str(tmp_path / "ckpt")
+    cdc_pipeline(source_of(pg_cluster, pg_db), ckpt).execute_local(run_id="r1")
+    pg_cluster.execute(pg_db, "insert into orders values (1, 'a', 1, 1)")
+    second = cdc_pipeline(source_of(pg_cluster, pg_db), ckpt).execute_local(run_id="r2")
+    assert [c[0] for c in second.output("changes")] == ["c"]
+    with pytest.raises(ChainRunError, match=r"the slot released the changes up to .* start a new run instead"):
+        cdc_pipeline(source_of(pg_cluster, pg_db), ckpt).execute_local(run_id="r2")
+    pg_cluster.execute(pg_db, "insert into orders values (2, 'b', 1, 1)")
+    third = cdc_pipeline(source_of(pg_cluster, pg_db), ckpt).execute_local(run_id="r3")
+    assert [c[3] for c in third.output("changes")] == ['{"id": 2, "item": "b", "price": "1.00", "qty": 1}']
+
+
 def test_wal_level_replica_fails_naming_the_fix(tmp_path):
     import psycopg2
 

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 OWNERS = "public.flinkchain_cdc_slots"
 FLUSH_WAIT_S = 30
 FETCH_ROWS = 2000
+OWNER_COLUMNS = ("slot_name text primary key, owner text not null, start_lsn pg_lsn, "
+                 "created_at timestamptz not null default now()")
 SLOT_BUSY_WAIT_S = 60
 
 
@@ -105,17 +107,19 @@ class PostgresCdcSplits:
             raise PermissionError(f"{self.where}: cannot {sql.split(' FOR')[0].split(' ADD')[0].lower()} for "
                                   f"{missing} ({str(exc).strip()}); run `{sql}` as the tables' owner") from None
 
-    def _owner(self, conn) -> Optional[str]:
+    def _owner(self, conn) -> tuple:
+        """(the stream owning the slot, the slot's start LSN), or (None, None)."""
         try:
-            self._query(conn, f"create table if not exists {OWNERS} (slot_name text primary key, owner text not "
-                              "null, created_at timestamptz not null default now())")
-            rows = self._query(conn, f"select owner from {OWNERS} where slot_name = %s", (self.split,))
+            self._query(conn, f"create table if not exists {OWNERS} ({OWNER_COLUMNS})")
+            rows = self._query(conn, f"select owner, start_lsn::text from {OWNERS} where slot_name = %s",
+                               (self.split,))
         except _psycopg2().Error as exc:
             raise PermissionError(f"{self.where}: cannot keep the slot's owner in {OWNERS} ({str(exc).strip()}); "
-                                  f"create it (CREATE TABLE {OWNERS} (slot_name text primary key, owner text not "
-                                  "null, created_at timestamptz not null default now())) and GRANT SELECT, INSERT, "
+                                  f"create it (CREATE TABLE {OWNERS} ({OWNER_COLUMNS})) and GRANT SELECT, INSERT, "
                                   "UPDATE, DELETE on it to this role, or GRANT CREATE ON SCHEMA public") from None
-        return rows[0][0] if rows else None
+        if not rows:
+            return None, None
+        return rows[0][0], lsn_int(rows[0][1]) if rows[0][1] else None
 
     def _slot(self, conn) -> Optional[tuple]:
         rows = self._query(conn, "select plugin, database, confirmed_flush_lsn::text from pg_replication_slots "
@@ -145,7 +149,7 @@ class PostgresCdcSplits:
             self._prepare(conn)
             if self.scope is None:  # read once, outside stream runs: a snapshot without a slot
                 return {self.split: {"lsn": None, "owner": None}}
-            slot, owner = self._slot(conn), self._owner(conn)
+            slot, (owner, start_lsn) = self._slot(conn), self._owner(conn)
             if slot is not None and owner != self.scope:
                 raise PermissionError(
                     f"{self.where}: replication slot {self.split!r} belongs to "
@@ -161,6 +165,11 @@ class PostgresCdcSplits:
             if slot[0] != "pgoutput" or slot[1] != conn.info.dbname:
                 raise RuntimeError(f"{self.where}: slot {self.split!r} is a {slot[0]} slot of database {slot[1]!r}, "
                                    f"not a pgoutput slot of {conn.info.dbname!r}")
+            base = committed.get("lsn") if committed.get("lsn") is not None else start_lsn
+            if base is not None and lsn_int(slot[2]) > base:
+                raise RuntimeError(f"{self.where}: the slot released the changes up to {slot[2]}, past this run's "
+                                   f"start {lsn_text(base)}: a committed run is being re-run, and its changes are "
+                                   "no longer in the slot; start a new run instead")
             self._advance(conn, committed.get("lsn"))
             end = lsn_int(self._query(conn, "select pg_logical_emit_message(false, 'flinkchain', '')::text")[0][0])
             deadline = time.monotonic() + FLUSH_WAIT_S
@@ -210,14 +219,20 @@ class PostgresCdcSplits:
                     self._wait_inactive(setup)
                     self._query(setup, "select pg_drop_replication_slot(%s)", (self.split,))
                 self._query(setup, f"insert into {OWNERS} (slot_name, owner) values (%s, %s) on conflict "
-                                   "(slot_name) do update set owner = excluded.owner, created_at = now()",
-                            (self.split, owner))
+                                   "(slot_name) do update set owner = excluded.owner, start_lsn = null, "
+                                   "created_at = now()", (self.split, owner))
             finally:
                 setup.close()
             conn = self._connect(replication=True)
             self._query(conn, "begin isolation level repeatable read")
             lsn = lsn_int(self._query(conn, f"CREATE_REPLICATION_SLOT {self.split} LOGICAL pgoutput "
                                             "(SNAPSHOT 'use')")[0][1])
+            setup = self._connect()
+            try:
+                self._query(setup, f"update {OWNERS} set start_lsn = %s::pg_lsn where slot_name = %s",
+                            (lsn_text(lsn), self.split))
+            finally:
+                setup.close()
         try:
             ts_ms = self._query(conn, "select (extract(epoch from now()) * 1000)::bigint")[0][0]
             for table in self.source.tables:
