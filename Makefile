@@ -32,9 +32,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_
 
 venv: $(STAMP)
 
-# Debian packages the browser test needs (CI runs as root).
+# Debian packages the browser test and the CDC tests (initdb, pg_ctl) need (CI runs as root).
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@test -x /usr/lib/postgresql/15/bin/initdb || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null; }
 
 airflow-db: venv
 	mkdir -p $(AIRFLOW_HOME)

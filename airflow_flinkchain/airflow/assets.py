@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink, FileSink, IcebergSink, SqlSink
-from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, SqlSource
+from airflow_flinkchain.io.sources import DeltaSource, FileSource, NatsJetStreamSource, PostgresCdcSource, SqlSource
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
         return nats_uri(descriptor.servers[0], descriptor.stream)
     if isinstance(descriptor, IcebergSink):
         return iceberg_uri(descriptor.catalog_name, descriptor.table)
+    if isinstance(descriptor, PostgresCdcSource):  # one table: its URI; several: none unless asset= names one
+        return sql_uri_from_url(descriptor.url, descriptor.tables[0]) if len(descriptor.tables) == 1 else None
     return None
 
 

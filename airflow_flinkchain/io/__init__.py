@@ -12,12 +12,13 @@ from airflow_flinkchain.io.sources import (
     JsonLinesSource,
     NatsJetStreamSource,
     ParquetSource,
+    PostgresCdcSource,
     Source,
     SqlSource,
 )
 
 __all__ = [
-    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource", "IcebergSink",
-    "JsonLinesSink",
-    "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource", "Sink", "Source", "SqlSink", "SqlSource",
+    "CollectSink", "CollectionSource", "CsvSink", "CsvSource", "DeltaSink", "DeltaSource", "FileSink", "FileSource",
+    "IcebergSink", "JsonLinesSink", "JsonLinesSource", "NatsJetStreamSource", "ParquetSink", "ParquetSource",
+    "PostgresCdcSource", "Sink", "Source", "SqlSink", "SqlSource",
 ]

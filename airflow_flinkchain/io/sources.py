@@ -331,3 +331,48 @@ class DeltaSource(UnboundedSource):
 
     def describe(self) -> str:
         return f"Delta table {self.path}"
+
+
+@dataclass(frozen=True, eq=False)
+class PostgresCdcSource(UnboundedSource):
+    """The changes of PostgreSQL `tables` ("schema.table") by logical replication (`pgoutput`),
+    read by stream runs (docs/connectors-postgres-cdc.md), as dicts in Debezium's envelope
+    `{"op": "r"|"c"|"u"|"d", "before", "after", "source": {"table", "lsn", "txid", "ts_ms"}}`.
+    The first run creates replication slot `slot_name` (and publication `publication_name`
+    if missing) and reads the tables' rows consistent with the slot's start (op "r"); later
+    runs read the transactions committed before the run began; the slot advances only after
+    a run's checkpoint committed. The record timestamp is the commit time (milliseconds).
+
+    Examples:
+        >>> PostgresCdcSource("postgresql://etl:secret@db:5432/shop", ("public.orders",)).describe()
+        'PostgreSQL changes of public.orders at postgresql://etl:***@db:5432/shop (slot flinkchain)'
+    """
+
+    url: str = "postgresql://postgres@127.0.0.1:5432/test"
+    tables: tuple = ("public.orders",)
+    slot_name: str = "flinkchain"
+    publication_name: str = "flinkchain"
+    parallel = False
+
+    def __post_init__(self) -> None:
+        where = f"PostgresCdcSource(slot_name={self.slot_name!r})"
+        if not isinstance(self.url, str) or not self.url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL, got "
+                             f"{_redact(self.url) if isinstance(self.url, str) else self.url!r}")
+        tables = (self.tables,) if isinstance(self.tables, str) else tuple(self.tables or ())
+        tables = tuple(t if isinstance(t, str) and "." in t else f"public.{t}" if isinstance(t, str) else t
+                       for t in tables)
+        if not tables or len(set(tables)) != len(tables) or not all(
+                isinstance(t, str) and len(t.split(".")) == 2 and all(t.split(".")) for t in tables):
+            raise ValueError(f"{where}: tables must be distinct 'schema.table' names, got {self.tables!r}")
+        object.__setattr__(self, "tables", tables)
+        for what in ("slot_name", "publication_name"):
+            name = getattr(self, what)
+            if not isinstance(name, str) or not name or not all(c.islower() or c.isdigit() or c == "_"
+                                                                for c in name) or len(name) > 63:
+                raise ValueError(f"{where}: {what} must be lower-case letters, digits and '_' (at most 63), "
+                                 f"got {name!r}")
+        super().__post_init__()
+
+    def describe(self) -> str:
+        return f"PostgreSQL changes of {', '.join(self.tables)} at {_redact(self.url)} (slot {self.slot_name})"

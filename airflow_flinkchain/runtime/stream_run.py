@@ -24,7 +24,7 @@ from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import FileSink
 from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
                                                             write_descriptor)
-from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
+from airflow_flinkchain.runtime.connectors.unbounded import confirm_committed, plan_stream_source, stream_scope
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
                                                              sink_dir, write_json)
@@ -87,6 +87,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     latest = area.read_latest()
     if latest is not None:
         publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
+        _confirm_sources(job, checkpoint_dir, area.manifest(latest["checkpoint"]))
         verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
@@ -190,7 +191,8 @@ class ChainStreamStep:
     def source_reader(self, head, path: Optional[str], label: str):
         """The head source's reader for this run (None: its ordinary reader reads it whole)."""
         reader, positions = plan_stream_source(head.function, path, self.base_sources.get(head.key),
-                                               self.chain.parallelism, label)
+                                               self.chain.parallelism, label,
+                                               stream_scope(self.job.pipeline, head.key, self.run.checkpoint_dir))
         self.positions[head.key] = positions
         assigned = getattr(reader, "assignments", None)
         self.read[head.key] = ([list(r) for per_subtask in assigned for r in per_subtask] if assigned is not None
@@ -248,7 +250,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
         publish_sinks(area, latest["checkpoint"])
-        return area.manifest(latest["checkpoint"])
+        return _confirm_sources(job, run.checkpoint_dir, area.manifest(latest["checkpoint"]))
     if (latest["checkpoint"] if latest else None) != run.expected_latest:
         raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
@@ -257,7 +259,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     if not staged.exists():
         moved = _moved_but_not_pointed_at(area, run, latest)
         if moved is not None:
-            return _point_at(area, run, moved, latest)
+            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest))
     docs = {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
@@ -283,7 +285,15 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
     final = area.checkpoint(n)
     final.fs.move(staged.path, final.path)
-    return _point_at(area, run, n, latest)
+    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, n, latest))
+
+
+def _confirm_sources(job, checkpoint_dir: str, manifest: dict) -> dict:
+    """Tell the sources the positions the committed checkpoint holds (a CDC slot advances)."""
+    sources = {n.key: n.function for n in job.stream_graph.nodes if n.kind is OperatorKind.SOURCE}
+    confirm_committed(sources, manifest["sources"],
+                      {k: stream_scope(job.pipeline, k, checkpoint_dir) for k in sources})
+    return manifest
 
 
 def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Optional[dict]) -> Optional[int]:

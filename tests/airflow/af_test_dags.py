@@ -55,3 +55,21 @@ AF_STREAM_ROOT = os.path.join(sample_data.home(), "flinkchain", "af_stream")
 with DAG("af_stream_runs", schedule=datetime.timedelta(minutes=1), start_date=START, catchup=False) as stream_runs:
     stream_runs_pipeline(os.path.join(AF_STREAM_ROOT, "incoming"), os.path.join(AF_STREAM_ROOT, "output"),
                          os.path.join(AF_STREAM_ROOT, "checkpoints"), name="af_stream").to_airflow()
+
+from flinkchain_cdc_delta import CDC_URL, cdc_pipeline, gold_pipeline  # noqa: E402
+
+AF_CDC_ROOT = os.path.join(sample_data.home(), "flinkchain", "af_cdc")
+
+# tests/airflow/test_cdc_delta_scheduler.py: $FLINKCHAIN_CDC_URL is the cluster that test starts
+with DAG("af_cdc_orders", schedule=datetime.timedelta(minutes=1), start_date=START, catchup=False,
+         max_active_runs=1) as cdc_orders:
+    cdc_pipeline(CDC_URL, os.path.join(AF_CDC_ROOT, "silver"), os.path.join(AF_CDC_ROOT, "changes"),
+                 os.path.join(AF_CDC_ROOT, "checkpoints", "cdc"), name="af_cdc_orders",
+                 slot_name="af_cdc_orders").to_airflow()
+
+from airflow.sdk import Asset  # noqa: E402
+
+with DAG("af_orders_gold", schedule=[Asset("file://" + os.path.join(AF_CDC_ROOT, "changes"))], start_date=START,
+         catchup=False, max_active_runs=1) as orders_gold:  # a run after each CDC run's commit
+    gold_pipeline(os.path.join(AF_CDC_ROOT, "changes"), os.path.join(AF_CDC_ROOT, "gold"),
+                  os.path.join(AF_CDC_ROOT, "checkpoints", "gold"), name="af_orders_gold").to_airflow()

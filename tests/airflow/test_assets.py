@@ -161,6 +161,18 @@ def test_nats_jetstream_source_asset(servers, uri):
     assert asset_uri(NatsJetStreamSource(servers=servers, stream="ORDERS")) == uri
 
 
+def test_postgres_cdc_source_asset_is_its_table_without_credentials():
+    from airflow_flinkchain.airflow.lineage import dataset_name
+    from airflow_flinkchain.io.sources import PostgresCdcSource
+
+    source = PostgresCdcSource("postgresql://cdc:secret@db:5433/shop", ("public.orders",))
+    assert asset_uri(source) == "postgres://db:5433/shop/public/orders"
+    assert dataset_name(asset_uri(source)) == ("postgres://db:5433", "shop.public.orders")
+    assert asset_uri(PostgresCdcSource("postgresql://cdc@db/shop", ("a", "b"))) is None
+    assert asset_uri(PostgresCdcSource("postgresql://cdc@db/shop", ("a", "b"), asset="postgres://db:5432/shop/public/a")) \
+        == "postgres://db:5432/shop/public/a"
+
+
 def test_delta_sink_asset_is_the_table_location():
     from airflow_flinkchain.io.sinks import DeltaSink
 

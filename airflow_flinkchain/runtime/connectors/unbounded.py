@@ -106,9 +106,10 @@ class NothingReader(SourceReader):
 
 
 def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional[dict], parallelism: int,
-                       label: str) -> tuple[Optional[SourceReader], dict]:
+                       label: str, scope: Optional[str] = None) -> tuple[Optional[SourceReader], dict]:
     """(the reader of this run, or None: the source's ordinary reader reads it whole; the
-    positions to commit when the run commits)."""
+    positions to commit when the run commits). `scope`: the stream reading the source
+    (`stream_scope`; None outside stream runs)."""
     positions = dict(positions or {})
     if not is_unbounded(descriptor):
         if positions.get("bounded") == "read":
@@ -119,7 +120,7 @@ def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional
     elif isinstance(descriptor, SqlSource):
         ranges, new = _discover_rows(descriptor, positions, label)
     else:
-        ranges, new = _discover_splits(descriptor, positions, label)
+        ranges, new = _discover_splits(descriptor, positions, label, scope)
     parallelism = parallelism if descriptor.parallel else 1
     n = len(ranges)
     if isinstance(descriptor, UnboundedSource):  # split i of all known splits -> subtask i % p, in every run
@@ -130,9 +131,40 @@ def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional
     return StreamSourceReader(descriptor, path, label, assignments), new
 
 
-def _discover_splits(source: UnboundedSource, positions: dict, label: str) -> tuple[list, dict]:
-    committed = dict(positions.get("splits") or {})
+def stream_scope(pipeline: str, source_key: str, checkpoint_dir: str) -> str:
+    """Who reads a source in stream runs: an implementation with a `scope` attribute is told
+    (e.g. to own server-side state such as a replication slot)."""
+    return f"pipeline {pipeline!r} source {source_key!r} checkpoint_dir {checkpoint_dir}"
+
+
+def scoped_splits(source: UnboundedSource, scope: Optional[str]) -> Any:
     splits = splits_of(source)
+    if hasattr(splits, "scope"):
+        splits.scope = scope
+    return splits
+
+
+def confirm_committed(sources: dict, positions: dict, scopes: dict) -> None:
+    """After a checkpoint committed: each unbounded source's implementation with a
+    `committed(split positions)` method is told the positions it holds (e.g. to release
+    what the server keeps for it). A failure is logged: the next run's discover retries."""
+    import logging
+
+    for key, descriptor in sources.items():
+        if not isinstance(descriptor, UnboundedSource) or key not in positions:
+            continue
+        splits = scoped_splits(descriptor, scopes.get(key))
+        if hasattr(splits, "committed"):
+            try:
+                splits.committed(dict(positions[key].get("splits") or {}))
+            except Exception as exc:  # noqa: BLE001  (committed already; the next run catches up)
+                logging.getLogger(__name__).warning("source %r: after the commit: %s", key, exc)
+
+
+def _discover_splits(source: UnboundedSource, positions: dict, label: str,
+                     scope: Optional[str] = None) -> tuple[list, dict]:
+    committed = dict(positions.get("splits") or {})
+    splits = scoped_splits(source, scope)
     try:
         available = splits.discover(dict(committed))
     except Exception as exc:
