@@ -1,5 +1,5 @@
 """STREAMING vectorized tumbling windows on Spark: Parquet -> bounded-out-of-orderness
-watermarks (a watermark after every record) -> key_by(field) -> window with allowed lateness and
+watermarks (a watermark after every record; stamped over whole batches, the twin per record) -> key_by(field) -> window with allowed lateness and
 a late side output -> sum / min_by / Aggregates.of, against the per-record twin (reduce /
 AggregateFunction), multisets of (record, timestamp), main and late output, parallelism 1 and
 2; and stream runs over a monitored directory with a drain. The window's chain reads the typed
@@ -45,11 +45,21 @@ def write_slice(directory, name, seed, n):
                    directory / name, row_group_size=37)
 
 
+def stamp(r, _ts):
+    return r["ts"]
+
+
+def stamp_twin(r, _ts):
+    """The same timestamps from a function that is not read as a field: stamped per record."""
+    ts = r["ts"]
+    return ts
+
+
 def build(name, path, kind, vectorized, parallelism, checkpoint_dir=None, monitor=False):
     p = StreamPipeline(name, parallelism=parallelism, runtime_mode="streaming", checkpoint_dir=checkpoint_dir)
     s = p.from_source(ParquetSource(str(path), monitor=monitor), name="src", output_type=ROW).uid("src")
     s = s.assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(20)).with_timestamp_assigner(lambda r, _ts: r["ts"])).uid("wm")
+        Duration.of_millis(20)).with_timestamp_assigner(stamp if vectorized else stamp_twin)).name("wm").uid("wm")
     w = s.key_by(lambda r: r["k"]).window(TumblingEventTimeWindows.of(Duration.of_millis(30))) \
         .allowed_lateness(40).side_output_late_data(LATE)
     if kind == "aggregates":
@@ -71,6 +81,7 @@ def assert_vectorized(p):
     g = job.stream_graph
     agg = next(n for n in g.nodes if n.name == "agg")
     assert takes_watermarked_batches(g, agg) and runs_vectorized(g, agg)
+    assert runs_vectorized(g, next(n for n in g.nodes if n.name == "wm"))
     assert next(o["vectorized"] for c in job.to_dict()["chains"] for o in c["operators"] if o["name"] == "agg")
     assert "[vectorized: agg]" in format_text([job])
 
