@@ -97,7 +97,8 @@ class ChannelFileWriter:
         self.dumps = _Dumps()
         self.values: list = []  # pickled payloads, or dict records for typed files
         self.ts: list = []
-        self.watermarks: list = []
+        self.watermarks: list = []  # (position, watermark or status) pairs, and (n, 2) arrays of them
+        self.bulk = False  # whether an array is among them
         self.count = 0
         self._writer: Optional[pq.ParquetWriter] = None
 
@@ -135,16 +136,17 @@ class ChannelFileWriter:
         """Watermarks in bulk: an (n, 2) int64 array of [position, watermark]."""
         if len(pairs):
             self.watermarks.append(pairs)
+            self.bulk = True
 
     def _stored_watermarks(self) -> dict:
         """The metadata entries of the watermarks: JSON pairs, or one array when written in bulk."""
+        if not self.bulk:
+            return {"watermarks": self.watermarks}
         blocks = [np.asarray([m], dtype=np.int64) if type(m) is tuple else m for m in self.watermarks
                   if type(m) is not tuple or type(m[1]) is int]
         if len(blocks) != len(self.watermarks):  # a watermark status: JSON
             return {"watermarks": [m for w in self.watermarks
                                    for m in (w.tolist() if isinstance(w, np.ndarray) else [w])]}
-        if not any(isinstance(m, np.ndarray) for m in self.watermarks):
-            return {"watermarks": self.watermarks}
         pairs = np.concatenate(blocks).astype("<i8", copy=False)
         return {"watermarks": [], "watermark_array": base64.b64encode(zlib.compress(pairs.tobytes(), 1)).decode()}
 
