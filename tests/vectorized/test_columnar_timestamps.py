@@ -168,3 +168,23 @@ def run_window_chain(p, inputs, subtask):
     run_subtask(job, chain.id, subtask, "r", inputs, writers.record_writer_factory, writers.sink_writer_factory)
     (writer,) = writers.channel.values()  # to the collect sink's chain: records and watermarks
     return [("wm", e.timestamp) if type(e) is Watermark else (e.value, e.timestamp) for e in writer.channels[0]]
+
+
+def test_timestamp_fields_are_recognized_and_other_assigners_are_not():
+    from airflow_flinkchain.common.watermark_strategy import TimestampAssigner
+    from airflow_flinkchain.graph.field_keys import timestamp_field
+
+    class ByTs(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value["ts"]
+
+    def with_default(r, _record_timestamp=None):
+        return r["ts"]
+
+    def assigner(a):
+        return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(a).get_timestamp_assigner()
+
+    for a in (stamp, with_default, lambda r, ts: r["ts"], ByTs()):
+        assert timestamp_field(assigner(a)) == "ts", a
+    for a in (stamp_twin, lambda r, ts: r["ts"] + 1, lambda r, ts: ts, lambda r, ts: r[0], lambda r: r["ts"]):
+        assert timestamp_field(assigner(a)) is None, a
