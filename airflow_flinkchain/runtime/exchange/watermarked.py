@@ -29,9 +29,10 @@ from airflow_flinkchain.runtime.exchange.dataset import BATCH_ROWS, ChannelFile,
 
 def merged_watermarked_batches(files: list[ChannelFile]) -> Iterator:
     """As `merged_batches`, each batch with the watermarks in force before its rows."""
-    if not any(f.watermark_array is not None or f.watermarks for f in files) or any(
-            f.initially_idle or f.watermark_array is None and any(type(m) is not int for _, m in f.watermarks)
-            for f in files):
+    bulk = [getattr(f, "watermark_array", None) for f in files]
+    if not any(b is not None or f.watermarks for b, f in zip(bulk, files)) or any(
+            f.initially_idle or b is None and any(type(m) is not int for _, m in f.watermarks)
+            for b, f in zip(bulk, files)):
         return merged_batches(files)
     return _merged(files)
 
