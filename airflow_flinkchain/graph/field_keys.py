@@ -34,11 +34,32 @@ def field_key(selector: Any) -> Optional[str]:
     get_key = getattr(selector, "get_key", None)
     if get_key is not None and not isinstance(selector, type):
         selector = get_key
-    func, skip = selector, 0
+    return _returned_field(selector, 1, False)
+
+
+def timestamp_field(assigner: Any) -> Optional[str]:
+    """The field a TimestampAssigner returns of a dict record: a callable `(value, ts)` given to
+    `with_timestamp_assigner` (`lambda r, ts: r["ts"]`, a function whose body is only
+    `return value["ts"]`) or an `extract_timestamp` that is only that; None otherwise."""
+    fn = getattr(assigner, "_fn", None)  # with_timestamp_assigner(callable) wraps it
+    if fn is None:
+        fn = getattr(assigner, "extract_timestamp", None)
+    if fn is None or isinstance(fn, type):
+        return None
+    return _returned_field(fn, 2, True)
+
+
+def _returned_field(func: Any, nargs: int, defaults: bool) -> Optional[str]:
+    """The name when `func(arg0, ...)` (nargs positional arguments, and when `defaults` more
+    with default values) is only `return arg0[name]`."""
+    skip = 0
     if hasattr(func, "__func__") and getattr(func, "__self__", None) is not None:
         func, skip = func.__func__, 1  # a bound method: its first argument is self
     code = getattr(func, "__code__", None)
-    if code is None or code.co_argcount != skip + 1 or code.co_flags & 0x0C:  # *args / **kwargs
+    if code is None or code.co_flags & 0x0C:  # *args / **kwargs
+        return None
+    optional = len(getattr(func, "__defaults__", None) or ()) if defaults else 0
+    if not code.co_argcount - optional <= skip + nargs <= code.co_argcount or code.co_kwonlyargcount:
         return None
     try:
         ops = [i for i in dis.get_instructions(func) if i.opname not in _SKIP]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from airflow_flinkchain.graph.field_keys import field_key
+from airflow_flinkchain.graph.field_keys import field_key, timestamp_field
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.graph.windows import WindowFunctionKind
 from airflow_flinkchain.window import TumblingEventTimeWindows
@@ -43,10 +43,22 @@ def vectorized_window(node: Any) -> Optional[str]:
     return field_key(node.key_selector) if all(type(f) is str for f in fields) else None
 
 
+def vectorized_timestamps(node: Any) -> Optional[str]:
+    """The field an `assign_timestamps_and_watermarks` operator's TimestampAssigner reads
+    (graph/field_keys.py: `timestamp_field`): it stamps whole batches from that column. None
+    when the assigner is anything else (or absent)."""
+    if node.kind is not OperatorKind.TIMESTAMPS_AND_WATERMARKS:
+        return None
+    get = getattr(node.function, "get_timestamp_assigner", None)
+    return None if get is None else timestamp_field(get())
+
+
 def takes_batches(node: Any) -> bool:
-    """Whether the operator has a batch path (batch functions, vectorized aggregations)."""
+    """Whether the operator has a batch path (batch functions, vectorized aggregations,
+    a timestamp assigner reading a field)."""
     return node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES) or \
-        vectorized_aggregation(node) is not None or vectorized_window(node) is not None
+        vectorized_aggregation(node) is not None or vectorized_window(node) is not None or \
+        vectorized_timestamps(node) is not None
 
 
 def takes_watermarked_batches(graph: Any, node: Any) -> bool:
@@ -62,7 +74,8 @@ def runs_vectorized(graph: Any, node: Any) -> bool:
     as batches), else it runs per record."""
     if node.kind in (OperatorKind.MAP_BATCHES, OperatorKind.FILTER_BATCHES):
         return True
-    if vectorized_aggregation(node) is None and vectorized_window(node) is None:
+    if vectorized_aggregation(node) is None and vectorized_window(node) is None and \
+            vectorized_timestamps(node) is None:
         return False
     edges = graph.in_edges(node.id)
     return bool(edges) and all(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_flinkchain.runtime.core.batches import batch_rows
+from airflow_flinkchain.runtime.core.batches import SplitStart, batch_rows
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, batch_elements, open_channel
 from airflow_flinkchain.runtime.exchange.layout import Location
@@ -74,9 +74,13 @@ def test_parquet_source_read_by_the_subtasks_splits_rows_contiguously(tmp_path):
     files = direct_files(source, str(tmp_path / "in"))
     assert len(files) == 3
     reader = ParquetBatchReader(source, str(tmp_path / "in"), files, "source 'in'", 4)
-    shares = [[v for b in reader.read_batches(k, iter(())) for v in b.column(0).to_pylist()] for k in range(4)]
+    read = [list(reader.read_batches(k, iter(()))) for k in range(4)]
+    shares = [[v for b in r if isinstance(b, pa.RecordBatch) for v in b.column(0).to_pylist()] for r in read]
     assert [len(s) for s in shares] == [750] * 4 and sum(shares, []) == list(range(3000))
-    assert reader.read_batches(0, iter(())).__next__().schema.field("x").type == pa.int32()
+    # a subtask reading pieces of two files: a SplitStart before each (its assigners' per-split watermarks)
+    assert [(m.index, m.count) for m in read[1] if isinstance(m, SplitStart)] == [(0, 2), (1, 2)]
+    assert not any(isinstance(m, SplitStart) for m in read[0])
+    assert next(b for b in read[0]).schema.field("x").type == pa.int32()
     (tmp_path / "in" / "k=1").mkdir()  # partition directories: left to Spark
     assert direct_files(source, str(tmp_path / "in")) is None
     assert direct_files(ParquetSource(str(tmp_path / "in" / "*.parquet")), str(tmp_path / "in" / "*.parquet")) is None

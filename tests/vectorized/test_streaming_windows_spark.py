@@ -1,5 +1,5 @@
 """STREAMING vectorized tumbling windows on Spark: Parquet -> bounded-out-of-orderness
-watermarks (a watermark after every record) -> key_by(field) -> window with allowed lateness and
+watermarks (a watermark after every record; stamped over whole batches, the twin per record) -> key_by(field) -> window with allowed lateness and
 a late side output -> sum / min_by / Aggregates.of, against the per-record twin (reduce /
 AggregateFunction), multisets of (record, timestamp), main and late output, parallelism 1 and
 2; and stream runs over a monitored directory with a drain. The window's chain reads the typed
@@ -16,7 +16,7 @@ import pytest
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.api.aggregations import AggregationFunction, Aggregates
 from airflow_flinkchain.common import Duration, WatermarkStrategy
-from airflow_flinkchain.functions import OutputTag
+from airflow_flinkchain.functions import KeyedProcessFunction, OutputTag
 from airflow_flinkchain.io import ParquetSource
 from airflow_flinkchain.planner.formats import format_text
 from airflow_flinkchain.planner.vectorized import runs_vectorized, takes_watermarked_batches
@@ -45,11 +45,21 @@ def write_slice(directory, name, seed, n):
                    directory / name, row_group_size=37)
 
 
+def stamp(r, _ts):
+    return r["ts"]
+
+
+def stamp_twin(r, _ts):
+    """The same timestamps from a function that is not read as a field: stamped per record."""
+    ts = r["ts"]
+    return ts
+
+
 def build(name, path, kind, vectorized, parallelism, checkpoint_dir=None, monitor=False):
     p = StreamPipeline(name, parallelism=parallelism, runtime_mode="streaming", checkpoint_dir=checkpoint_dir)
     s = p.from_source(ParquetSource(str(path), monitor=monitor), name="src", output_type=ROW).uid("src")
     s = s.assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(20)).with_timestamp_assigner(lambda r, _ts: r["ts"])).uid("wm")
+        Duration.of_millis(20)).with_timestamp_assigner(stamp if vectorized else stamp_twin)).name("wm").uid("wm")
     w = s.key_by(lambda r: r["k"]).window(TumblingEventTimeWindows.of(Duration.of_millis(30))) \
         .allowed_lateness(40).side_output_late_data(LATE)
     if kind == "aggregates":
@@ -71,6 +81,7 @@ def assert_vectorized(p):
     g = job.stream_graph
     agg = next(n for n in g.nodes if n.name == "agg")
     assert takes_watermarked_batches(g, agg) and runs_vectorized(g, agg)
+    assert runs_vectorized(g, next(n for n in g.nodes if n.name == "wm"))
     assert next(o["vectorized"] for c in job.to_dict()["chains"] for o in c["operators"] if o["name"] == "agg")
     assert "[vectorized: agg]" in format_text([job])
 
@@ -113,3 +124,33 @@ def test_stream_runs_and_a_drain_equal_the_per_record_runs(spark, tmp_path):
     assert want["out"] and want["late"]
     for n in want:
         assert as_multiset(got[n]) == as_multiset(want[n]), n
+
+
+class WithWatermark(KeyedProcessFunction):
+    """`(value, timestamp, the watermark this record sees)`: the watermark sequence per channel."""
+
+    def process_element(self, value, ctx):
+        yield value, ctx.timestamp(), ctx.timer_service().current_watermark()
+
+
+def test_assigner_over_batches_sends_the_per_record_records_timestamps_and_watermarks(spark, tmp_path):
+    """Parquet (two files, parallelism 2: subtasks reading pieces of both) -> the assigner over
+    batches vs per record -> key_by: each record arrives with the same timestamp and watermark."""
+    data = tmp_path / "in"
+    write_slice(data, "a.parquet", 1, 400)
+    write_slice(data, "b.parquet", 2, 300)
+
+    def build_keyed(name, vectorized):
+        p = StreamPipeline(name, parallelism=2, runtime_mode="streaming")
+        s = p.from_source(ParquetSource(str(data)), name="src", output_type=ROW)
+        s = s.assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
+            Duration.of_millis(20)).with_timestamp_assigner(stamp if vectorized else stamp_twin)).name("wm")
+        s.key_by(lambda r: r["k"]).process(WithWatermark()).name("seen").collect("out")
+        return p
+
+    p = build_keyed("ts_vec", True)
+    assert runs_vectorized(p.plan().stream_graph, next(n for n in p.plan().stream_graph.nodes if n.name == "wm"))
+    got, want = (execute_pipeline(q, spark=spark).output("out") for q in (p, build_keyed("ts_twin", False)))
+    assert Counter((tuple(sorted(v.items())), ts, wm) for v, ts, wm in got) == \
+        Counter((tuple(sorted(v.items())), ts, wm) for v, ts, wm in want)
+    assert len(want) == 700 and len({wm for _v, _ts, wm in want}) > 50

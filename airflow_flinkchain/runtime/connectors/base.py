@@ -55,7 +55,8 @@ class SourceReader:
         raise NotImplementedError
 
     #: Optional `read_batches(subtask, batches)`: the same records as Arrow batches of dict
-    #: records, given to a chain whose source feeds batch operators only (columnar sources).
+    #: records, given to a chain whose source feeds batch operators only (columnar sources),
+    #: with a `core.batches.SplitStart` before each split when it reads several.
 
     def for_parallelism(self, parallelism: int) -> "SourceReader":
         """The reader the chain's `parallelism` subtasks use (default: this one)."""

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from airflow_flinkchain.runtime.connectors.base import SourceReader
 from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
+from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.exchange.layout import Location
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
 
@@ -84,8 +85,7 @@ class ParquetBatchReader(SourceReader):
             offset += rows
 
     def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-        for pf, lo, hi in self._pieces(subtask):
-            yield from self._piece_batches(pf, lo, hi)
+        return with_split_starts([self._piece_batches(*piece) for piece in self._pieces(subtask)], self.monitor)
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
         return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._piece_batches(*piece)))

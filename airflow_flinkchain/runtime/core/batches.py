@@ -40,6 +40,26 @@ class ColumnarInput:
         self.elements = elements
 
 
+class SplitStart:
+    """In a columnar source's batches: split `index` of the `count` the subtask reads one after
+    another starts (core/splits.py); the chain's timestamp assigners are told (`start_split`)."""
+
+    __slots__ = ("index", "count")
+
+    def __init__(self, index: int, count: int):
+        self.index, self.count = index, count
+
+
+def with_split_starts(splits: list, continuous: bool = False) -> Iterable:
+    """The batches of `splits` (one iterable of batches each), a SplitStart before each when
+    they are several splits (not one continuous stream)."""
+    count = len(splits)
+    for index, split in enumerate(splits):
+        if count > 1 and not continuous:
+            yield SplitStart(index, count)
+        yield from split
+
+
 class WatermarkedBatch:
     """A batch with the watermark in force before each of its rows (`arrivals`, int64, not
     decreasing) and, when known, every watermark advance inside it (`marks`: row positions
@@ -209,6 +229,25 @@ def record_writer_batch_emitter(output: RecordWriterOutput, cell: TimestampCell)
     return write_by_key
 
 
+def batch_channels(rw) -> Callable[[pa.RecordBatch], Optional[np.ndarray]]:
+    """callable(batch) -> each row's channel (int64) on a record writer whose selector is one
+    channel or HASH keyed by a field, as per record; None for a batch whose keys are grouped
+    per record (no such column, or keys of another type)."""
+    if type(rw.selector) is int:
+        return lambda batch: np.full(batch.num_rows, rw.selector, dtype=np.int64)
+    key_field = rw.selector.key_field
+    channel_of = _channels_by_key(rw.selector.max_parallelism, rw.selector.num_channels)
+
+    def channels(batch: pa.RecordBatch) -> Optional[np.ndarray]:
+        encoded = key_codes(batch.column(key_field)) if key_field in batch.schema.names else None
+        if encoded is None:
+            return None
+        codes, keys = encoded
+        return np.fromiter(map(channel_of, keys), dtype=np.int64, count=len(keys))[codes]
+
+    return channels
+
+
 def _channels_by_key(max_parallelism: int, num_channels: int) -> Callable[[Any], int]:
     """key -> channel as the HASH partitioner assigns it (cached: few keys, many batches)."""
     cache: dict = {}
@@ -224,7 +263,7 @@ def _channels_by_key(max_parallelism: int, num_channels: int) -> Callable[[Any],
     return channel_of
 
 
-def run_columnar(head, inputs: ColumnarInput) -> None:
+def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = ()) -> None:
     """The input loop of a head fed batches: a batch operator takes them as they are; a
     source hands them on (counting its records) to what its output feeds."""
     from airflow_flinkchain.runtime.core.elements import Watermark, WatermarkStatus
@@ -248,6 +287,9 @@ def run_columnar(head, inputs: ColumnarInput) -> None:
                 head.process_watermark(element)
             elif t is WatermarkStatus:
                 head.process_watermark_status(element)
+            elif t is SplitStart:
+                for listener in split_listeners:
+                    listener(element.index, element.count)
             elif t is WatermarkedBatch:
                 if element.batch.num_rows:
                     head.process_watermarked_batch(element.batch, element.arrivals, element.marks)

@@ -288,7 +288,8 @@ class OperatorChain:
             return self._process_two_inputs(inputs)
         if isinstance(inputs, ColumnarInput):
             self._build_handlers()
-            return run_columnar(self.head, inputs)
+            return run_columnar(self.head, inputs,
+                                [op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         if isinstance(inputs, SourceSplits):
             inputs = inputs.records([op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         head, cell = self.head, self.cell

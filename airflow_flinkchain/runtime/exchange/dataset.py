@@ -14,8 +14,11 @@ File format
     readable by plain Spark/Arrow; see `exchange_types`.
   * watermarks are not rows: they are stored in the file's key-value metadata
     `flinkchain.watermarks` as JSON `[[position, watermark], ...]`, position =
-    number of records of the file written before the watermark. The reader
-    replays them at those positions, so each channel file is one ordered input
+    number of records of the file written before the watermark. Watermarks
+    written in bulk (`write_watermarked_batch`: a columnar timestamp assigner's
+    watermark after every record) are stored instead as `flinkchain.watermark_array`,
+    the same pairs as zlib-compressed little-endian int64 (base64), when the file
+    has no watermark status. The reader replays them at those positions, so each channel file is one ordered input
     channel for the downstream WatermarkValve. A watermark status is stored the
     same way, as `"idle"` or `"active"` in place of the watermark.
   * metadata `flinkchain.edge`, `flinkchain.channel`, `flinkchain.subtask`,
@@ -30,11 +33,14 @@ cannot change what was sent, as Flink's RecordWriter serializes at once).
 
 from __future__ import annotations
 
+import base64
 import json
 import pickle
+import zlib
 from typing import Any, Iterator, Optional
 
 import cloudpickle
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -91,7 +97,8 @@ class ChannelFileWriter:
         self.dumps = _Dumps()
         self.values: list = []  # pickled payloads, or dict records for typed files
         self.ts: list = []
-        self.watermarks: list = []
+        self.watermarks: list = []  # (position, watermark or status) pairs, and (n, 2) arrays of them
+        self.bulk = False  # whether an array is among them
         self.count = 0
         self._writer: Optional[pq.ParquetWriter] = None
 
@@ -125,6 +132,24 @@ class ChannelFileWriter:
     def add_watermark_status(self, idle: bool) -> None:
         self.watermarks.append((self.count + len(self.values), _IDLE if idle else _ACTIVE))
 
+    def add_watermark_block(self, pairs: np.ndarray) -> None:
+        """Watermarks in bulk: an (n, 2) int64 array of [position, watermark]."""
+        if len(pairs):
+            self.watermarks.append(pairs)
+            self.bulk = True
+
+    def _stored_watermarks(self) -> dict:
+        """The metadata entries of the watermarks: JSON pairs, or one array when written in bulk."""
+        if not self.bulk:
+            return {"watermarks": self.watermarks}
+        blocks = [np.asarray([m], dtype=np.int64) if type(m) is tuple else m for m in self.watermarks
+                  if type(m) is not tuple or type(m[1]) is int]
+        if len(blocks) != len(self.watermarks):  # a watermark status: JSON
+            return {"watermarks": [m for w in self.watermarks
+                                   for m in (w.tolist() if isinstance(w, np.ndarray) else [w])]}
+        pairs = np.concatenate(blocks).astype("<i8", copy=False)
+        return {"watermarks": [], "watermark_array": base64.b64encode(zlib.compress(pairs.tobytes(), 1)).decode()}
+
     def flush(self) -> None:
         if not self.values:
             return
@@ -147,7 +172,7 @@ class ChannelFileWriter:
     def close(self) -> int:
         self.flush()
         writer = self._open()
-        meta = {**self.meta, "records": self.count, "watermarks": self.watermarks,
+        meta = {**self.meta, "records": self.count, **self._stored_watermarks(),
                 "format": "pickle" if self.fields is None else "typed"}
         writer.add_key_value_metadata({META_PREFIX + k: json.dumps(v) for k, v in meta.items()})
         writer.close()
@@ -202,6 +227,21 @@ class DatasetWriter:
     def write_watermark(self, channel: int, watermark: int) -> None:
         self.channel(channel).add_watermark(watermark)
 
+    def write_watermarked_batch(self, channels: np.ndarray, batch: pa.RecordBatch, after: np.ndarray,
+                                watermarks: np.ndarray) -> None:
+        """Row i of `batch` to channel `channels[i]`, and watermark j to every channel right after
+        row `after[j]`: what writing the rows one by one with `broadcast_watermark` after the
+        rows in `after` stores, with the watermarks kept in bulk."""
+        for k in range(self.num_channels):
+            w = self.channel(k)
+            mask = channels == k
+            base = w.count + len(w.values)
+            if mask.any():
+                w.add_batch(batch.filter(pa.array(mask)))
+            if len(after):
+                positions = base + np.cumsum(mask, dtype=np.int64)[after]
+                w.add_watermark_block(np.column_stack([positions, watermarks]))
+
     def broadcast_watermark(self, watermark: int) -> None:
         """The same watermark to every channel (the per-record path of STREAMING mode)."""
         channels = self.channels
@@ -246,11 +286,22 @@ class ChannelFile:
         if self.file.metadata.num_rows != meta.get("records"):
             raise self._bad(f"holds {self.file.metadata.num_rows} rows but was written with {meta.get('records')}")
         self.format = meta.get("format")
-        self.watermarks = meta.get("watermarks") or []
+        packed = meta.get("watermark_array")
+        #: the stored [position, watermark] pairs as an (n, 2) int64 array when written in bulk
+        self.watermark_array = None if packed is None else np.frombuffer(
+            zlib.decompress(base64.b64decode(packed)), dtype="<i8").reshape(-1, 2)
+        self._watermarks = meta.get("watermarks") or []
         self.records = meta["records"]
         # idle at its start (an upstream subtask that saw no record): left out of the valve from the start
-        first = self.watermarks[0] if self.watermarks else None
+        first = self._watermarks[0] if self._watermarks else None
         self.initially_idle = first is not None and first[0] == 0 and first[1] == _IDLE
+
+    @property
+    def watermarks(self) -> list:
+        """The stored watermarks as [position, watermark or status] pairs, in order."""
+        if self.watermark_array is not None and not self._watermarks:
+            self._watermarks = self.watermark_array.tolist()
+        return self._watermarks
 
     def _bad(self, why: str) -> ExchangeError:
         return ExchangeError(f"exchange dataset {self.dataset!r}: file {self.path} {why}; "

@@ -11,7 +11,8 @@ other channel's watermark is fixed (its last one for the files before, MIN for t
 channel i's watermark is the running maximum of its stored watermarks, and the combined one is
 max(combined at the file's start, min(others, channel i's)). Each batch also carries every
 advance of the combined watermark inside it (`marks`); those after a file's last row go on as
-Watermark elements. Files with watermark statuses take `merged_batches`.
+Watermark elements. Files with watermark statuses take `merged_batches`. Watermarks stored in
+bulk (`ChannelFile.watermark_array`) are used as they are, without a Python list.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from airflow_flinkchain.runtime.exchange.dataset import BATCH_ROWS, ChannelFile,
 
 def merged_watermarked_batches(files: list[ChannelFile]) -> Iterator:
     """As `merged_batches`, each batch with the watermarks in force before its rows."""
-    if not any(f.watermarks for f in files) or any(
-            f.initially_idle or any(type(m) is not int for _, m in f.watermarks) for f in files):
+    bulk = [getattr(f, "watermark_array", None) for f in files]
+    if not any(b is not None or f.watermarks for b, f in zip(bulk, files)) or any(
+            f.initially_idle or b is None and any(type(m) is not int for _, m in f.watermarks)
+            for b, f in zip(bulk, files)):
         return merged_batches(files)
     return _merged(files)
 
@@ -39,7 +42,8 @@ def _merged(files: list[ChannelFile]) -> Iterator:
     marks_of = valve._channel_watermarks  # the valve's state is kept, as if it had merged them
     for i, f in enumerate(files):
         others = min((w for j, w in enumerate(marks_of) if j != i), default=MAX_WATERMARK_TS)
-        stored = np.array(f.watermarks, dtype=np.int64).reshape(-1, 2)  # [[position, watermark], ...]
+        stored = f.watermark_array if f.watermark_array is not None else \
+            np.array(f.watermarks, dtype=np.int64).reshape(-1, 2)  # [[position, watermark], ...]
         at = stored[:, 0]
         own = np.maximum.accumulate(np.concatenate([[marks_of[i]], stored[:, 1]]))
         combined = np.maximum(valve.current_watermark, np.minimum(others, own))  # index 0: before any mark

@@ -38,6 +38,7 @@ from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter,
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
+from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.connectors.published import BatchRun, batch_writer_of, staged_writer
 from airflow_flinkchain.runtime.connectors.unbounded import plan_stream_source
 from airflow_flinkchain.runtime.core.elements import StreamRecord
@@ -277,7 +278,7 @@ class LocalTaskIO:
             return None if read_batches is None else read_batches(subtask, iter(()))
         if not isinstance(head.function, FileSource):
             return None
-        return (b for t in self.run.file_split(subtask) for b in t.to_batches())
+        return with_split_starts([t.to_batches() for t in self.run.file_split(subtask)], head.function.monitor)
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job

@@ -14,6 +14,12 @@ them) one after another, the watermark is generated per split as Flink's
 `from_source(source, watermark_strategy)` does, and combined as a WatermarkValve
 combines channels (`start_split`): a record in order within its split is never late.
 
+Batches (`process_batch`, when the assigner reads one field: planner/vectorized.py): an integer
+column without nulls stamps the batch's `_ts` at once, and the built-in bounded generators'
+watermark after every record is computed for the whole batch (a running maximum of the
+timestamps, less the delay, less 1, passed on where it advances, as per record); an edge
+writer taking `write_watermarked_batch` stores them in bulk. Anything else goes per record.
+
 Idleness (`with_idleness`): the generator's `mark_idle`/`mark_active` go out as
 watermark statuses. Deterministic stand-in for the idle timeout: a subtask that gets
 no record at all is idle from its start, so the downstream WatermarkValve leaves its
@@ -24,12 +30,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+import pyarrow as pa
+
 from airflow_flinkchain.common import AscendingTimestampsWatermarks, BoundedOutOfOrdernessWatermarks
 from airflow_flinkchain.common import Watermark as GeneratedWatermark
 from airflow_flinkchain.common import WatermarkOutput
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.operators.base import StreamOperator
+from airflow_flinkchain.runtime.core.outputs import RecordWriterOutput
+from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
 
 
 #: Generators whose per-record watermark is computed inline (exact types: a subclass may differ).
@@ -79,6 +90,10 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self._generator_calls: list = [None, None]
         self._restored_generator = None
         self._saw_records = False  # in an earlier stream run (idleness at the end of input)
+        from airflow_flinkchain.planner.vectorized import vectorized_timestamps
+        self.ts_field = vectorized_timestamps(self.node)
+        self.takes_batches = self.ts_field is not None
+        self._batch_paths: Any = None
 
     def open(self) -> None:
         super().open()
@@ -190,6 +205,101 @@ class TimestampsAndWatermarksOperator(StreamOperator):
 
         return process
 
+    # ---- whole batches ----
+    def process_batch(self, batch: pa.RecordBatch) -> None:
+        if self._batch_paths is None:
+            self._batch_paths = self._build_batch_paths()
+        stamped, per_record = self._batch_paths
+        n = batch.num_rows
+        col = batch.column(self.ts_field) if self.ts_field in batch.schema.names else None
+        if col is None or not pa.types.is_integer(col.type) or col.null_count or (
+                pa.types.is_uint64(col.type) and n and col.to_numpy().max() >= 2**62):
+            per_record(batch)  # per record: a missing field, nulls, other types
+            return
+        ts = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if n and (ts.min() < -2**62 or ts.max() > 2**62):
+            per_record(batch)  # int64 arithmetic below could differ from Python's
+            return
+        ts_array = pa.array(ts, pa.int64())
+        if TS_COLUMN in batch.schema.names:
+            batch = batch.set_column(batch.schema.get_field_index(TS_COLUMN), TS_COLUMN, ts_array)
+        else:
+            batch = batch.append_column(TS_COLUMN, ts_array)
+        self.metrics.records_in += n
+        self.metrics.records_out += n
+        stamped(batch, ts)
+
+    def _build_batch_paths(self):
+        """(stamped(batch, ts), per_record(batch)) for this subtask's generator and output."""
+        per_record = rows_emitter_of(self)
+        emit = batch_emitter_of(self)
+        generator, wm_output = self.generator, self.wm_output
+        if generator is None:  # BATCH mode: no watermark until the end
+            return (lambda batch, ts: emit(batch) if emit is not None else None), per_record
+        if type(generator) not in _BOUNDED_GENERATORS:
+            return (lambda batch, ts: per_record(batch)), per_record
+        lag = generator.out_of_orderness + 1
+        if not self.per_record:  # auto_watermark_interval 0: the generator only sees the records
+            def seen(batch: pa.RecordBatch, ts: np.ndarray) -> None:
+                if len(ts):
+                    generator.max_timestamp = max(generator.max_timestamp, int(ts.max()))
+                if emit is not None:
+                    emit(batch)
+            return seen, per_record
+        bulk = self._bulk_writer()
+        op = self
+
+        def watermarked(batch: pa.RecordBatch, ts: np.ndarray) -> None:
+            if lag > 2**61:
+                per_record(batch)
+                return
+            top = np.maximum.accumulate(np.concatenate([[generator.max_timestamp], ts]))
+            wm = top[1:] - lag
+            before = np.maximum(wm_output.current, top[:-1] - lag)  # the watermark emitted before each row
+            after = np.flatnonzero(wm > before)  # rows after which it advances
+            if bulk is None:
+                if len(after):
+                    per_record(batch.drop_columns([TS_COLUMN]))  # interleaved watermarks: per record
+                    return
+                if emit is not None:
+                    emit(batch)
+            else:
+                bulk(batch, after, wm[after])
+            generator.max_timestamp = int(top[-1])
+            if len(after):
+                wm_output.current = op.current_watermark = int(wm[after[-1]])
+
+        return watermarked, per_record
+
+    def _bulk_writer(self):
+        """callable(batch, after, watermarks) writing the batch and its watermarks to the one edge
+        this operator's output is, when its writer stores them in bulk; else None."""
+        out = self.output
+        if type(out) is not RecordWriterOutput or out.output_tag is not None:
+            return None
+        rw = out.record_writer
+        write = getattr(rw.channel_sink, "write_watermarked_batch", None)
+        sel = rw.selector
+        key_field = sel if type(sel) is int else getattr(sel, "key_field", None)
+        if write is None or key_field is None:
+            return None
+        from airflow_flinkchain.runtime.core.batches import batch_channels
+        channels_of = batch_channels(rw)
+        per_record = rows_emitter_of(self)
+        fail = out.fail
+
+        def bulk(batch: pa.RecordBatch, after: np.ndarray, watermarks: np.ndarray) -> None:
+            channels = channels_of(batch)
+            if channels is None:  # keys grouped per record
+                per_record(batch.drop_columns([TS_COLUMN]))
+                return
+            try:
+                write(channels, batch, after, watermarks)
+            except Exception as exc:
+                fail(exc, f"<a batch of {batch.num_rows} rows>")
+
+        return bulk
+
     def process_watermark(self, watermark: Watermark) -> None:
         # only the end of input passes; this operator's generator makes the stream's watermarks
         if watermark.timestamp >= MAX_WATERMARK_TS and self.current_watermark < MAX_WATERMARK_TS:
@@ -215,3 +325,14 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self._saw_records = bool(own.get("saw_records"))
         else:
             self.wm_output.current = self.current_watermark
+
+
+def rows_emitter_of(op: TimestampsAndWatermarksOperator) -> Callable:
+    """The per-record path for a batch: its rows through the operator's own record handler."""
+    from airflow_flinkchain.runtime.core.batches import rows_emitter
+    return rows_emitter(op.handler(False), op.cell)
+
+
+def batch_emitter_of(op: TimestampsAndWatermarksOperator):
+    from airflow_flinkchain.runtime.core.batches import batch_emitter
+    return batch_emitter(op.output, None, False, op.cell)
