@@ -14,12 +14,34 @@ import subprocess
 import sys
 from pathlib import Path
 
+from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
 from airflow_flinkchain.runtime.stream_run import publish_sinks
+from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
 from tests.streamruns.cases import FailOn, slices
-from tests.streamruns.partitioned_log import append
+from tests.streamruns.partitioned_log import PartitionedLog, append
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def as_row(r: tuple) -> dict:
+    return {"key": r[0], "value": r[1], "ts": r[2]}
+
+
+def window_sums(name: str, log: str, ckpt, sink=None, fail=None) -> StreamPipeline:
+    """Tumbling-window sums of the partitioned log, as rows into `sink` (None: a collect sink
+    only), the connector tests' pipeline."""
+    p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=ckpt)
+    s = p.from_source(PartitionedLog(directory=log), name="log").uid("log").set_parallelism(1)
+    s = s.assign_timestamps_and_watermarks(watermark_strategy({"bounded": 500})).uid("wm").set_parallelism(1)
+    if fail is not None:
+        s = s.map(fail).name("fail").set_parallelism(1)
+    w = s.key_by(first_field).window(window_assigner(["tumbling", 1000])).reduce(sum_values).uid("win")
+    w = w.set_parallelism(2)
+    if sink is not None:
+        w.map(as_row).name("row").set_parallelism(2).sink_to(sink, name="windows")
+    w.collect("windows")
+    return p
 
 KILL_SCRIPT = """
 import importlib, os, signal, sys

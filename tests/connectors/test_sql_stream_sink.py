@@ -17,9 +17,8 @@ from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io.sinks import SqlSink
 from airflow_flinkchain.runtime.connectors.sql import COMMITS_TABLE
 from airflow_flinkchain.runtime.stream_run import StreamRunError
-from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
 from tests.connectors.nats_server import unavailable
-from tests.connectors.kill_runs import runs_killed_and_retried
+from tests.connectors.kill_runs import as_row, runs_killed_and_retried, window_sums
 from tests.streamruns.cases import make_records, slices
 from tests.streamruns.partitioned_log import PartitionedLog, append
 
@@ -44,23 +43,10 @@ def db(request, tmp_path):
     engine.dispose()
 
 
-def as_row(r: tuple) -> dict:
-    return {"key": r[0], "value": r[1], "ts": r[2]}
-
 
 def pipeline(name: str, log: str, ckpt, url=None, table=None, fail=None) -> StreamPipeline:
     """Tumbling-window sums into the SQL table (None: a collect sink only)."""
-    p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=ckpt)
-    s = p.from_source(PartitionedLog(directory=log), name="log").uid("log").set_parallelism(1)
-    s = s.assign_timestamps_and_watermarks(watermark_strategy({"bounded": 500})).uid("wm").set_parallelism(1)
-    if fail is not None:
-        s = s.map(fail).name("fail").set_parallelism(1)
-    w = s.key_by(first_field).window(window_assigner(["tumbling", 1000])).reduce(sum_values).uid("win")
-    w = w.set_parallelism(2)
-    if url is not None:
-        w.map(as_row).name("row").set_parallelism(2).sink_to(SqlSink(table, url=url), name="windows")
-    w.collect("windows")
-    return p
+    return window_sums(name, log, ckpt, None if url is None else SqlSink(table, url=url), fail)
 
 
 def table_rows(url: str, table: str) -> Counter:

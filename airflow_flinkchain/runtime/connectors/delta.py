@@ -62,9 +62,23 @@ def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
                         f"its schema: {schema}") from None
 
 
+def append_or_merge(sink: DeltaSink, data: Any, table: Any, props: Any, merge: bool) -> None:
+    """One Delta commit: an append (a new table is always created by one), or an upsert on
+    `sink.merge_keys`."""
+    from deltalake import write_deltalake
+
+    if table is None or not merge:
+        write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
+                        storage_options=sink.storage_options, commit_properties=props)
+        return
+    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
+    (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+
+
 @register_publisher(DeltaSink)
 def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict:
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     table = open_table(sink)
     if table is not None:
@@ -78,13 +92,7 @@ def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict
         app_transactions=[Transaction(app_id=publication.app_id, version=publication.checkpoint)],
         custom_metadata={"flinkchain.pipeline": publication.pipeline, "flinkchain.sink": publication.sink_key,
                          "flinkchain.checkpoint": str(publication.checkpoint)})
-    if table is None or sink.mode == "append":
-        write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
-                        storage_options=sink.storage_options, commit_properties=props)
-    else:
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
-        (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
-         .when_matched_update_all().when_not_matched_insert_all().execute())
+    append_or_merge(sink, data, table, props, merge=sink.mode != "append")
     return {"kind": "delta", "path": sink.path, "records": data.num_rows,
             "version": open_table(sink).version()}
 
@@ -112,13 +120,7 @@ def write_delta_run(sink: DeltaSink, rows: list, run: BatchRun) -> dict:
         if not rows:
             return done
         data = _arrow(sink, rows, table, run.label)
-        if table is None:
-            write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
-                            storage_options=sink.storage_options, commit_properties=props)
-        else:
-            on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
-            (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
-             .when_matched_update_all().when_not_matched_insert_all().execute())
+        append_or_merge(sink, data, table, props, merge=True)
         return {**done, "records": data.num_rows, "version": open_table(sink).version()}
     keys = {sink.run_id_column: run.run_id}
     if sink.dag_id_column is not None:
