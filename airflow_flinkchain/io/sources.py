@@ -258,7 +258,7 @@ NATS_VALUE_FORMATS = ("json", "string", "bytes")
 @dataclass(frozen=True, eq=False)
 class NatsJetStreamSource(UnboundedSource):
     """The messages of the NATS JetStream stream `stream` on `servers`, read by stream runs
-    (docs/connectors-nats.md). Positions are stream sequences kept in the checkpoint: one
+    (docs/connectors.md#nats-jetstream). Positions are stream sequences kept in the checkpoint: one
     split for the whole stream, or one per subject filter of `subjects` (filters must not
     overlap). Each run reads from the committed sequence to the last sequence present when
     the run began; no consumer state is kept on the server. The record timestamp is the
