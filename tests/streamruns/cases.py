@@ -69,17 +69,17 @@ class FailOn:
 
 def build(name: str, log_dir: str, checkpoint_dir: Optional[str] = None, parallelism: int = 2,
           sinks: tuple = SINKS, fail: Optional[FailOn] = None, file_sink: Optional[str] = None,
-          source: Any = None, **kwargs: Any) -> StreamPipeline:
+          source: Any = None, as_record: Any = tuple, **kwargs: Any) -> StreamPipeline:
     """The pipeline over the log at `log_dir`; `parallelism`: of every keyed operator;
     `fail`: a FailOn before the dedup operator (in a chain downstream of the first);
     `file_sink`: the tumbling windows' results also go to JSON files there; `source`: an
-    unbounded source of JSON arrays read instead of the log (made tuples)."""
+    unbounded source read instead of the log, its records made tuples by `as_record`."""
     p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=checkpoint_dir, **kwargs)
     if source is None:
         src = p.from_source(PartitionedLog(directory=log_dir), name="log").uid("log").set_parallelism(1)
     else:
         src = p.from_source(source, name="log").uid("log").set_parallelism(1)
-        src = src.map(tuple).name("as-tuple").set_parallelism(1)
+        src = src.map(as_record).name("as-tuple").set_parallelism(1)
     s = src.assign_timestamps_and_watermarks(watermark_strategy({"bounded": 500})).uid("wm").set_parallelism(1)
     keyed = s.key_by(first_field)
 
