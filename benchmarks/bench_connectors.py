@@ -12,7 +12,8 @@ return, records/s of the rows:
   delta_sink     ParquetSource -> DeltaSink (append): the run's one Delta commit
   sql_sink       ParquetSource -> SqlSink on PostgreSQL (127.0.0.1:5432, database `test`): the
                  run's rows and its checkpoint record in one transaction
-  postgres_cdc   PostgresCdcSource on a throwaway wal_level=logical cluster (benchmarks/pg_cluster.py)
+  postgres_cdc_source
+                 PostgresCdcSource on a throwaway wal_level=logical cluster (benchmarks/pg_cluster.py)
                  -> ParquetSink: an untimed first run (the slot, the empty table's snapshot), then
                  the rows inserted in one transaction (untimed); the timed run reads those N
                  insert changes (op "c"), not a snapshot
@@ -248,7 +249,7 @@ def cdc_prepare(ctx: Ctx) -> None:
     cluster = ctx.state["cluster"] = LogicalCluster.create()
     db = ctx.state["db"] = cluster.new_database()
     cluster.execute(db, "create table bench_rows (ts bigint primary key, k bigint, v bigint)")
-    cdc = next(c for c in CONNECTORS if c.name == "postgres_cdc")
+    cdc = next(c for c in CONNECTORS if c.name == "postgres_cdc_source")
     build(cdc, ctx, ctx.parallelism).execute(spark=ctx.spark, run_id=f"bench_snapshot_{uuid.uuid4().hex[:8]}",
                                              exchange_root=ctx.path("exchange"))
     cluster.execute(db, f"insert into bench_rows select i, i % {KEYS}, i % 7 from generate_series(0, "
@@ -334,8 +335,8 @@ CONNECTORS = (
     Connector("delta_sink", "sink", check=lambda: missing_module("deltalake"), sink=delta_sink, count=delta_count),
     Connector("sql_sink", "sink", check=lambda: missing_module("psycopg2") or port_open(POSTGRES_URL, 5432),
               sink=sql_sink, count=sql_count, cleanup=sql_cleanup),
-    Connector("postgres_cdc", "source", check=cdc_check, prepare=cdc_prepare, source=cdc_source, row=cdc_row,
-              cleanup=cdc_cleanup),
+    Connector("postgres_cdc_source", "source", check=cdc_check, prepare=cdc_prepare, source=cdc_source,
+              row=cdc_row, cleanup=cdc_cleanup),
     Connector("iceberg_sink", "sink", check=lambda: missing_module("pyiceberg"), prepare=iceberg_prepare,
               sink=iceberg_sink, count=iceberg_count, cleanup=iceberg_cleanup),
 )
@@ -373,7 +374,7 @@ def run_connectors(spark, tmp: str, records: int, parallelism: int, warmup: bool
     report: dict = {"records": records, "parallelism": parallelism, "connectors": {},
                     "note": "one stream run each (checkpoint_dir, execute() on Spark); records/s of the rows; "
                             "input loading (NATS publishes, the Delta source's table, the CDC rows and its first "
-                            "run) untimed; postgres_cdc reads N insert changes, not a snapshot"}
+                            "run) untimed; postgres_cdc_source reads N insert changes, not a snapshot"}
     if warmup:  # the first stream run's JVM and Python worker start-up: not measured
         ctx = Ctx(root, records, table, parquet_dir, name="warmup",
                   pipeline=f"bench_warmup_{uuid.uuid4().hex[:8]}")
