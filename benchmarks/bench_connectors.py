@@ -12,6 +12,13 @@ return, records/s of the rows:
   delta_sink     ParquetSource -> DeltaSink (append): the run's one Delta commit
   sql_sink       ParquetSource -> SqlSink on PostgreSQL (127.0.0.1:5432, database `test`): the
                  run's rows and its checkpoint record in one transaction
+  postgres_cdc_source
+                 PostgresCdcSource on a throwaway wal_level=logical cluster (benchmarks/pg_cluster.py)
+                 -> ParquetSink: an untimed first run (the slot, the empty table's snapshot), then
+                 the rows inserted in one transaction (untimed); the timed run reads those N
+                 insert changes (op "c"), not a snapshot
+  iceberg_sink   ParquetSource -> IcebergSink (pyiceberg SQL catalog on SQLite in the bench's
+                 directory): the run's one appended snapshot
 
 Every run's output is counted (rows in the Parquet output, the Delta table, the SQL table) and
 must equal the input. A connector whose service is down is skipped with the reason in the
@@ -29,7 +36,7 @@ import shutil
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
@@ -77,6 +84,9 @@ class Ctx:
     name: str = ""
     #: unique per run: a SQL sink's commit records are keyed by pipeline and checkpoint id
     pipeline: str = ""
+    spark: Any = None  # for a `prepare` that runs the pipeline (untimed)
+    parallelism: int = 1
+    state: dict = field(default_factory=dict)  # what `prepare` started, for `cleanup`
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, self.name, *parts)
@@ -91,6 +101,7 @@ class Connector:
     source: Optional[Callable[[Ctx], Any]] = None  # a source's Source object
     sink: Optional[Callable[[Ctx], Any]] = None  # a sink's Sink object
     count: Optional[Callable[[Ctx], int]] = None  # records a sink wrote
+    row: Optional[Callable[[Any], dict]] = None  # a source's record as a {k, v, ts} row (default to_row)
     cleanup: Callable[[Ctx], Any] = lambda ctx: None
 
 
@@ -219,6 +230,96 @@ def sql_cleanup(ctx: Ctx) -> None:
         engine.dispose()
 
 
+# ---- PostgreSQL CDC ----------------------------------------------------------------------------
+
+CDC_TABLE = "public.bench_rows"
+
+
+def cdc_check() -> Optional[str]:
+    from benchmarks.pg_cluster import unavailable_reason
+
+    return unavailable_reason()
+
+
+def cdc_prepare(ctx: Ctx) -> None:
+    """A cluster and database; one untimed run over the empty table (creates the slot and reads
+    its empty snapshot), then the N rows inserted in one transaction, read by the timed run."""
+    from benchmarks.pg_cluster import LogicalCluster
+
+    cluster = ctx.state["cluster"] = LogicalCluster.create()
+    db = ctx.state["db"] = cluster.new_database()
+    cluster.execute(db, "create table bench_rows (ts bigint primary key, k bigint, v bigint)")
+    cdc = next(c for c in CONNECTORS if c.name == "postgres_cdc_source")
+    build(cdc, ctx, ctx.parallelism).execute(spark=ctx.spark, run_id=f"bench_snapshot_{uuid.uuid4().hex[:8]}",
+                                             exchange_root=ctx.path("exchange"))
+    cluster.execute(db, f"insert into bench_rows select i, i % {KEYS}, i % 7 from generate_series(0, "
+                        f"{ctx.records - 1}) i")
+
+
+def cdc_source(ctx: Ctx):
+    from airflow_flinkchain.io.sources import PostgresCdcSource
+
+    return PostgresCdcSource(ctx.state["cluster"].url(ctx.state["db"]), (CDC_TABLE,), slot_name="bench",
+                             publication_name="bench")
+
+
+def cdc_row(change: dict) -> dict:
+    return to_row(change["after"])
+
+
+def cdc_cleanup(ctx: Ctx) -> None:
+    """Drop the database with its slot, stop and remove the cluster."""
+    cluster = ctx.state.pop("cluster", None)
+    if cluster is not None:
+        try:
+            if "db" in ctx.state:
+                cluster.drop_database(ctx.state.pop("db"))
+        finally:
+            cluster.destroy()
+
+
+# ---- Iceberg ------------------------------------------------------------------------------------
+
+ICEBERG_TABLE = "bench.rows"
+
+
+def _iceberg_catalog(ctx: Ctx) -> dict:
+    return {"name": "bench", "type": "sql", "uri": f"sqlite:///{ctx.path('catalog.db')}",
+            "warehouse": f"file://{ctx.path('warehouse')}"}
+
+
+def iceberg_prepare(ctx: Ctx) -> None:
+    os.makedirs(ctx.path("warehouse"), exist_ok=True)
+
+
+def iceberg_sink(ctx: Ctx):
+    from airflow_flinkchain.io.sinks import IcebergSink
+
+    return IcebergSink(ICEBERG_TABLE, catalog=_iceberg_catalog(ctx))
+
+
+def _load_iceberg(ctx: Ctx):
+    from pyiceberg.catalog import load_catalog
+
+    props = _iceberg_catalog(ctx)
+    return load_catalog(props.pop("name"), **props)
+
+
+def iceberg_count(ctx: Ctx) -> int:
+    return _load_iceberg(ctx).load_table(ICEBERG_TABLE).scan().to_arrow().num_rows
+
+
+def iceberg_cleanup(ctx: Ctx) -> None:
+    """Drop the table and remove the catalog and warehouse."""
+    try:
+        if os.path.exists(ctx.path("catalog.db")):
+            catalog = _load_iceberg(ctx)
+            if catalog.table_exists(ICEBERG_TABLE):
+                catalog.drop_table(ICEBERG_TABLE)
+    finally:
+        shutil.rmtree(ctx.path(), ignore_errors=True)
+
+
 def file_source(ctx: Ctx):
     from airflow_flinkchain.io import ParquetSource
 
@@ -234,6 +335,10 @@ CONNECTORS = (
     Connector("delta_sink", "sink", check=lambda: missing_module("deltalake"), sink=delta_sink, count=delta_count),
     Connector("sql_sink", "sink", check=lambda: missing_module("psycopg2") or port_open(POSTGRES_URL, 5432),
               sink=sql_sink, count=sql_count, cleanup=sql_cleanup),
+    Connector("postgres_cdc_source", "source", check=cdc_check, prepare=cdc_prepare, source=cdc_source,
+              row=cdc_row, cleanup=cdc_cleanup),
+    Connector("iceberg_sink", "sink", check=lambda: missing_module("pyiceberg"), prepare=iceberg_prepare,
+              sink=iceberg_sink, count=iceberg_count, cleanup=iceberg_cleanup),
 )
 
 
@@ -249,8 +354,8 @@ def build(c: Connector, ctx: Ctx, parallelism: int):
                        checkpoint_dir=ctx.path("checkpoint"))
     if c.kind == "source":
         s = p.from_source(c.source(ctx), name="src").uid("src")
-        if c.name != "file_source":  # JSON or Delta rows: the same typed rows as the file source's
-            s = s.map(to_row, output_type=ROW).name("row").uid("row")
+        if c.name != "file_source":  # JSON, Delta or CDC records: the same typed rows as the file source's
+            s = s.map(c.row or to_row, output_type=ROW).name("row").uid("row")
         s.sink_to(ParquetSink(ctx.path("out"), output_type=ROW), name="sink")
     else:
         p.from_source(file_source(ctx), name="src", output_type=ROW).uid("src").sink_to(c.sink(ctx), name="sink")
@@ -268,7 +373,8 @@ def run_connectors(spark, tmp: str, records: int, parallelism: int, warmup: bool
     pq.write_table(table.slice(half), os.path.join(parquet_dir, "part-1.parquet"))
     report: dict = {"records": records, "parallelism": parallelism, "connectors": {},
                     "note": "one stream run each (checkpoint_dir, execute() on Spark); records/s of the rows; "
-                            "input loading (NATS publishes, the Delta source's table) untimed"}
+                            "input loading (NATS publishes, the Delta source's table, the CDC rows and its first "
+                            "run) untimed; postgres_cdc_source reads N insert changes, not a snapshot"}
     if warmup:  # the first stream run's JVM and Python worker start-up: not measured
         ctx = Ctx(root, records, table, parquet_dir, name="warmup",
                   pipeline=f"bench_warmup_{uuid.uuid4().hex[:8]}")
@@ -281,7 +387,7 @@ def run_connectors(spark, tmp: str, records: int, parallelism: int, warmup: bool
             print(f"[bench] connectors: {c.name} skipped: {reason}", flush=True)
             continue
         ctx = Ctx(root, records, table, parquet_dir, name=c.name,
-                  pipeline=f"bench_{c.name}_{uuid.uuid4().hex[:8]}")
+                  pipeline=f"bench_{c.name}_{uuid.uuid4().hex[:8]}", spark=spark, parallelism=parallelism)
         shutil.rmtree(ctx.path(), ignore_errors=True)
         os.makedirs(ctx.path())
         try:

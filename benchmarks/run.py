@@ -24,7 +24,8 @@ Sections (see each module's docstring):
   state    a keyed operator's state in the heap vs the RocksDB backend at 1M keys, RocksDB at 5M:
            peak RSS, snapshot size and time per key group, incremental re-snapshot, restore (bench_state)
   connectors  records/s of one stream run over 1M rows per connector (NATS JetStream source, Delta
-           source and sink, SQL sink) beside the file source; skipped when the service is down
+           source and sink, SQL sink, PostgreSQL CDC source, Iceberg sink) beside the file source;
+           skipped when the service is down
                                                                                   (bench_connectors)
 
 Writes DIR/report.json (median, min, max of --repeat runs per figure, machine,

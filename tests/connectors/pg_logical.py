@@ -1,107 +1,30 @@
-"""A PostgreSQL cluster with wal_level=logical for the CDC tests, started by the tests
-(initdb + pg_ctl from Debian's server packages, or $FLINKCHAIN_PG_BIN) on a free local port
-in a temporary directory, as the `postgres` user when run as root, and stopped at the end.
-Without the binaries the tests skip naming what is missing; in CI (CI=true) they fail."""
+"""The CDC tests' PostgreSQL cluster with wal_level=logical (benchmarks/pg_cluster.py), started
+once per session and stopped at the end. Without the binaries the tests skip naming what is
+missing; in CI (CI=true) they fail."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import uuid
-from pathlib import Path
 
 import pytest
 
 from airflow_flinkchain.functions import KeyedProcessFunction
 from airflow_flinkchain.state import ValueStateDescriptor
 
+from benchmarks.pg_cluster import LogicalCluster, unavailable_reason
 from tests.connectors.nats_server import unavailable
-
-PG_BIN = Path(os.environ.get("FLINKCHAIN_PG_BIN", "/usr/lib/postgresql/15/bin"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LogicalCluster:
-    def __init__(self, root: Path, port: int, user: str):
-        self.root, self.port, self.user = root, port, user
-        self.data = root / "data"
-
-    def _run(self, *argv: str) -> None:
-        cmd = [str(PG_BIN / argv[0]), *argv[1:]]
-        if os.geteuid() == 0:  # initdb refuses root
-            cmd = ["runuser", "-u", self.user, "--", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
-
-    def start(self) -> "LogicalCluster":
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        with open(self.data / "postgresql.conf", "a") as conf:
-            conf.write(f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.root}'\n"
-                       "wal_level = logical\nmax_replication_slots = 20\nmax_wal_senders = 20\nfsync = off\n")
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60", "start")
-        return self
-
-    def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-
-    def url(self, db: str = "postgres", user: str = "postgres") -> str:
-        return f"postgresql://{user}@127.0.0.1:{self.port}/{db}"
-
-    def execute(self, db: str, *statements: str, user: str = "postgres") -> list:
-        import psycopg2
-
-        conn = psycopg2.connect(self.url(db, user))
-        conn.autocommit = True
-        try:
-            out = []
-            with conn.cursor() as cur:
-                for sql in statements:
-                    cur.execute(sql)
-                    out = cur.fetchall() if cur.description else out
-            return out
-        finally:
-            conn.close()
-
-    def new_database(self) -> str:
-        name = "t" + uuid.uuid4().hex[:10]
-        self.execute("postgres", f"create database {name}")
-        return name
 
 
 @pytest.fixture(scope="session")
 def pg_cluster():
-    missing = [b for b in ("initdb", "pg_ctl", "postgres") if not (PG_BIN / b).exists()]
-    if missing:
-        unavailable(f"PostgreSQL server binaries {missing} not found in {PG_BIN} (apt-get install "
-                    "postgresql-15, or set FLINKCHAIN_PG_BIN)")
-    try:
-        import psycopg2  # noqa: F401
-    except ImportError:
-        unavailable("psycopg2 is not installed (pip install -r requirements.txt)")
-    user = "postgres"
-    if os.geteuid() == 0 and shutil.which("runuser") is None:
-        unavailable("running as root without runuser to start PostgreSQL as another user")
-    root = Path(tempfile.mkdtemp(prefix="flinkchain-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(root, user)
-    cluster = LogicalCluster(root, _free_port(), user)
-    cluster.start()
+    reason = unavailable_reason()
+    if reason:
+        unavailable(reason)
+    cluster = LogicalCluster.create()
     try:
         yield cluster
     finally:
-        try:
-            cluster.stop()
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        cluster.destroy()
 
 
 @pytest.fixture
@@ -110,9 +33,7 @@ def pg_db(pg_cluster):
     db = pg_cluster.new_database()
     pg_cluster.execute(db, "create table orders (id int primary key, item text, qty int, price numeric(10,2))")
     yield db
-    for (slot,) in pg_cluster.execute(db, f"select slot_name from pg_replication_slots where database = '{db}'"):
-        pg_cluster.execute(db, f"select pg_drop_replication_slot('{slot}')")
-    pg_cluster.execute("postgres", f"drop database {db} with (force)")
+    pg_cluster.drop_database(db)
 
 
 class KillOn:
