@@ -82,32 +82,47 @@ class SinkConnector:
         """Drop what a failed attempt staged outside the attempt directory."""
 
 
-_SOURCES: dict[type, Callable[[Any, ConnectorContext], SourceReader]] = {}
-_SINKS: dict[type, Callable[[Any, ConnectorContext], SinkConnector]] = {}
+class TypeRegistry:
+    """Implementations by descriptor type: `register(type)` is a decorator, `get(descriptor)`
+    finds the one of its type or of the nearest base type (a subclass of a descriptor uses its
+    connector), or None."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[type, Callable] = {}
+
+    def register(self, descriptor_type: type) -> Callable:
+        def register(implementation):
+            self._by_type[descriptor_type] = implementation
+            return implementation
+        return register
+
+    def get(self, descriptor: Any) -> Optional[Callable]:
+        for cls in type(descriptor).__mro__:
+            if cls in self._by_type:
+                return self._by_type[cls]
+        return None
+
+
+_SOURCES = TypeRegistry()  # factory(descriptor, ctx) -> SourceReader
+_SINKS = TypeRegistry()  # factory(descriptor, ctx) -> SinkConnector
 
 
 def register_source(descriptor_type: type) -> Callable:
     """Class decorator / function: `factory(descriptor, ctx) -> SourceReader` for a descriptor type."""
-    def register(factory):
-        _SOURCES[descriptor_type] = factory
-        return factory
-    return register
+    return _SOURCES.register(descriptor_type)
 
 
 def register_sink(descriptor_type: type) -> Callable:
     """Class decorator / function: `factory(descriptor, ctx) -> SinkConnector` for a descriptor type."""
-    def register(factory):
-        _SINKS[descriptor_type] = factory
-        return factory
-    return register
+    return _SINKS.register(descriptor_type)
 
 
-def _lookup(registry: dict, descriptor: Any, what: str, label: str) -> Callable:
-    for cls in type(descriptor).__mro__:  # subclasses of a descriptor use its connector
-        if cls in registry:
-            return registry[cls]
-    raise TypeError(f"{label}: unsupported {what} descriptor {descriptor!r}; register its connector with "
-                    f"airflow_flinkchain.runtime.connectors.register_{what}")
+def _lookup(registry: TypeRegistry, descriptor: Any, what: str, label: str) -> Callable:
+    factory = registry.get(descriptor)
+    if factory is None:
+        raise TypeError(f"{label}: unsupported {what} descriptor {descriptor!r}; register its connector with "
+                        f"airflow_flinkchain.runtime.connectors.register_{what}")
+    return factory
 
 
 def source_reader(descriptor: Any, ctx: ConnectorContext) -> SourceReader:

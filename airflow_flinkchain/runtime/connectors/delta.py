@@ -122,16 +122,10 @@ def write_delta_run(sink: DeltaSink, rows: list, run: BatchRun) -> dict:
         data = _arrow(sink, rows, table, run.label)
         append_or_merge(sink, data, table, props, merge=True)
         return {**done, "records": data.num_rows, "version": open_table(sink).version()}
-    keys = {sink.run_id_column: run.run_id}
-    if sink.dag_id_column is not None:
-        keys[sink.dag_id_column] = run.dag_id
+    keys = run.columns(sink)
     predicate = " AND ".join(f"`{c}` = {sql_literal(v)}" for c, v in keys.items())
     if table is not None:
-        missing = [c for c in keys if c not in table.schema().to_arrow().names]
-        if missing:
-            raise ValueError(f"{run.label}: Delta table {sink.path!r} has no column {missing[0]!r}, which keys a "
-                             "batch run's rows (a retried run replaces them); write batch runs to a table created "
-                             "by a batch run, or name existing columns with run_id_column= / dag_id_column=")
+        run.check_columns(keys, table.schema().to_arrow().names, f"Delta table {sink.path!r}")
     if not rows:
         if table is not None:
             table.delete(predicate, commit_properties=props)  # an earlier attempt's rows, if any

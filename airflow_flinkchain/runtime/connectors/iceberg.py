@@ -154,9 +154,7 @@ def write_iceberg_run(sink: IcebergSink, rows: list, run: BatchRun) -> dict:
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.expressions import And, EqualTo
 
-    keys = {sink.run_id_column: run.run_id}
-    if sink.dag_id_column is not None:
-        keys[sink.dag_id_column] = run.dag_id
+    keys = run.columns(sink)
     rows = [{**row, **keys} if isinstance(row, dict) else row for row in rows]
     catalog = load_catalog(sink, run.label)
     props = {"flinkchain.dag-id": run.dag_id, "flinkchain.run-id": run.run_id}
@@ -168,12 +166,7 @@ def write_iceberg_run(sink: IcebergSink, rows: list, run: BatchRun) -> dict:
         if table is None and not rows:
             return {"kind": "iceberg", "path": sink.table, "records": 0}
         if table is not None:
-            missing = [c for c in keys if c not in table.schema().as_arrow().names]
-            if missing:
-                raise ValueError(f"{run.label}: Iceberg table {sink.table!r} has no column {missing[0]!r}, which "
-                                 "keys a batch run's rows (a retried run replaces them); write batch runs to a "
-                                 "table created by a batch run, or name existing columns with run_id_column= / "
-                                 "dag_id_column=")
+            run.check_columns(keys, table.schema().as_arrow().names, f"Iceberg table {sink.table!r}")
         data = arrow_records(sink, rows, table, run.label) if rows else None
         if table is None:
             table = create_table(catalog, sink, data.schema, run.label)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SinkConnector
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SinkConnector, TypeRegistry
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
@@ -26,8 +26,8 @@ from airflow_flinkchain.runtime.exchange.layout import Location
 
 DESCRIPTOR = "_sink.pkl"
 
-_PUBLISHERS: dict[type, Callable[[Any, list, "Publication"], dict]] = {}
-_BATCH_WRITERS: dict[type, Callable[[Any, list, "BatchRun"], dict]] = {}
+_PUBLISHERS = TypeRegistry()  # publish(descriptor, rows, Publication) -> dict
+_BATCH_WRITERS = TypeRegistry()  # write(descriptor, rows, BatchRun) -> dict
 
 
 @dataclass(frozen=True)
@@ -54,21 +54,32 @@ class BatchRun:
     run_id: str
     label: str
 
+    def columns(self, sink: Any) -> dict:
+        """{column: value} keying this run's rows in the sink's table (`run_id_column`, and
+        `dag_id_column` unless None): a retried run replaces the rows they select."""
+        keys = {sink.run_id_column: self.run_id}
+        if sink.dag_id_column is not None:
+            keys[sink.dag_id_column] = self.dag_id
+        return keys
+
+    def check_columns(self, keys: dict, names: list, table: str) -> None:
+        """Fails naming the first key column that the existing `table` (described, e.g. "Delta
+        table '/lake/t'") lacks."""
+        missing = [c for c in keys if c not in names]
+        if missing:
+            raise ValueError(f"{self.label}: {table} has no column {missing[0]!r}, which keys a batch run's rows "
+                             "(a retried run replaces them); write batch runs to a table created by a batch run, "
+                             "or name existing columns with run_id_column= / dag_id_column=")
+
 
 def register_batch_writer(descriptor_type: type) -> Callable:
     """Decorator: `write(descriptor, rows, batch_run) -> {"records": n, ...}` for a sink type
     outside stream runs; it replaces the rows of the run (a retried run's output, not twice)."""
-    def register(fn):
-        _BATCH_WRITERS[descriptor_type] = fn
-        return fn
-    return register
+    return _BATCH_WRITERS.register(descriptor_type)
 
 
 def batch_writer_of(descriptor: Any) -> Optional[Callable]:
-    for cls in type(descriptor).__mro__:
-        if cls in _BATCH_WRITERS:
-            return _BATCH_WRITERS[cls]
-    return None
+    return _BATCH_WRITERS.get(descriptor)
 
 
 class BatchTableSink(SinkConnector):
@@ -93,17 +104,11 @@ class BatchTableSink(SinkConnector):
 
 def register_publisher(descriptor_type: type) -> Callable:
     """Decorator: `publish(descriptor, rows, publication) -> {"records": n, ...}` for a sink type."""
-    def register(fn):
-        _PUBLISHERS[descriptor_type] = fn
-        return fn
-    return register
+    return _PUBLISHERS.register(descriptor_type)
 
 
 def publisher_of(descriptor: Any) -> Optional[Callable]:
-    for cls in type(descriptor).__mro__:
-        if cls in _PUBLISHERS:
-            return _PUBLISHERS[cls]
-    return None
+    return _PUBLISHERS.get(descriptor)
 
 
 class StagedSinkConnector(SinkConnector):

@@ -28,30 +28,25 @@ from typing import Any, Callable, Iterator, Optional
 import pyarrow as pa
 
 from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
-from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, register_source
+from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, TypeRegistry, register_source
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location
 
 BOUNDED_READ = {"bounded": "read"}
 
-_IMPLEMENTATIONS: dict[type, Callable[[Any], Any]] = {}
+_IMPLEMENTATIONS = TypeRegistry()  # factory(descriptor) -> discover / initial_position / read_split
 
 
 def register_unbounded(descriptor_type: type) -> Callable:
     """Class decorator: `factory(descriptor)` -> an object with `discover`, `initial_position`
     and `read_split` (as `UnboundedSource`'s) for a built-in unbounded source's descriptor."""
-    def register(factory):
-        _IMPLEMENTATIONS[descriptor_type] = factory
-        return factory
-    return register
+    return _IMPLEMENTATIONS.register(descriptor_type)
 
 
 def splits_of(source: UnboundedSource) -> Any:
     """What discovers and reads the splits of `source`: its registered implementation, or itself."""
-    for cls in type(source).__mro__:
-        if cls in _IMPLEMENTATIONS:
-            return _IMPLEMENTATIONS[cls](source)
-    return source
+    factory = _IMPLEMENTATIONS.get(source)
+    return source if factory is None else factory(source)
 
 
 def is_unbounded(descriptor: Any) -> bool:
