@@ -274,6 +274,15 @@ def _window_plan(kind, mode, twin=False, offset=0):
     return job, next(c for c in job.chains if c.name.startswith("agg")).id
 
 
+def fold_results(monkeypatch) -> list:
+    """What each fold of a vectorized window returns (True: folded over the batches), in order."""
+    folds = []
+    original = VectorizedWindowAggregationOperator._fold
+    monkeypatch.setattr(VectorizedWindowAggregationOperator, "_fold",
+                        lambda self, held: folds.append(original(self, held)) or folds[-1])
+    return folds
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", ["batch", "streaming"])
 def test_window_aggregations_on_batches_equal_the_reduce_twin(kind, mode, monkeypatch):
@@ -284,10 +293,7 @@ def test_window_aggregations_on_batches_equal_the_reduce_twin(kind, mode, monkey
     job, chain_id = _window_plan(kind, mode, offset=3)
     twin, twin_chain = _window_plan(kind, mode, twin=True, offset=3)
     assert vectorized_window(next(n for n in job.stream_graph.nodes if n.name == "agg")) == "k"
-    folds = []
-    original = VectorizedWindowAggregationOperator._fold
-    monkeypatch.setattr(VectorizedWindowAggregationOperator, "_fold",
-                        lambda self, held: folds.append(original(self, held)) or folds[-1])
+    folds = fold_results(monkeypatch)
     for seed in range(5):
         rng = random.Random(seed)
         elements = _elements(rng, rng.randint(1, 150), ["a", "b", "c"])
@@ -325,10 +331,7 @@ def test_declarative_aggregates_on_batches_equal_records(mode, monkeypatch):
     w.aggregate(agg).name("agg").collect("out")
     job = p.plan()
     chain_id = next(c for c in job.chains if c.name.startswith("agg")).id
-    folds = []
-    original = VectorizedWindowAggregationOperator._fold
-    monkeypatch.setattr(VectorizedWindowAggregationOperator, "_fold",
-                        lambda self, held: folds.append(original(self, held)) or folds[-1])
+    folds = fold_results(monkeypatch)
     for seed in range(4):
         rng = random.Random(seed)
         elements = _elements(rng, rng.randint(1, 150), ["a", "b", "c"])
