@@ -5,7 +5,7 @@
   3. a standalone cluster with 2 workers  (1 core, 1g each)
 
 all on this machine (127.0.0.1), and prints wall-clock seconds per chain and per run.
-The clusters are the same ones the cluster tests start (tests/cluster/standalone.py),
+The clusters are the same ones the cluster tests start (airflow_flinkchain/localcluster/standalone.py),
 stopped by process group at the end.
 
     .venv/bin/python -m benchmarks.cluster_bench [--records 20000] [--repeat 1]
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
 
 from chains import submit_pipeline  # noqa: E402
 from pipelines import expected_word_counts, word_counts  # noqa: E402
-from standalone import StandaloneCluster, spark_env  # noqa: E402
+from airflow_flinkchain.localcluster.standalone import StandaloneCluster, spark_env  # noqa: E402
 
 
 def one_run(label: str, master: str, env: dict, records: int, workdir: str, run_no: int, conf: dict) -> dict:

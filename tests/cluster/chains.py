@@ -9,7 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from standalone import spark_submit_command
+from airflow_flinkchain.localcluster.standalone import spark_submit_command
 
 
 @dataclass

