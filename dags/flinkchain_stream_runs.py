@@ -14,9 +14,9 @@ a run triggered with `{"drain": true}` (the DAG param `drain`) fires them all. T
 docs/stream-runs.md. `python -m airflow_flinkchain.demo stream` drops three slices of files,
 runs the DAG after each, then drains and prints the outputs.
 
-Paths: input $AIRFLOW_HOME/flinkchain/incoming/clicks/, checkpoints
-$AIRFLOW_HOME/flinkchain/checkpoints/stream_runs/, outputs
-$AIRFLOW_HOME/flinkchain/output/stream_runs/{page_views,sessions}/ (one part file per run).
+Paths, under the examples' root ($FLINKCHAIN_EXAMPLES_ROOT, e.g. s3://bucket/flinkchain, else
+$AIRFLOW_HOME/flinkchain): input incoming/clicks/, checkpoints checkpoints/stream_runs/,
+outputs output/stream_runs/{page_views,sessions}/ (one part file per run).
 """
 
 from __future__ import annotations
@@ -94,11 +94,12 @@ def stream_runs_pipeline(input_dir: str, output_dir: str, checkpoint_dir: str, p
     return env
 
 
-def paths(home: str = None) -> dict:
-    root = os.path.join(home or sample_data.home(), "flinkchain")
-    return {"input_dir": os.path.join(root, "incoming", "clicks"),
-            "output_dir": os.path.join(root, "output", "stream_runs"),
-            "checkpoint_dir": os.path.join(root, "checkpoints", "stream_runs")}
+def paths(root: str = None) -> dict:
+    """The example's locations under `root` (default: the examples' root, sample_data.root())."""
+    root = root or sample_data.root()
+    return {"input_dir": sample_data.join(root, "incoming", "clicks"),
+            "output_dir": sample_data.join(root, "output", "stream_runs"),
+            "checkpoint_dir": sample_data.join(root, "checkpoints", "stream_runs")}
 
 
 def click_slices(n_slices: int = 3, per_slice: int = 60, seed: int = 11) -> list[list[dict]]:
@@ -117,12 +118,13 @@ def click_slices(n_slices: int = 3, per_slice: int = 60, seed: int = 11) -> list
 
 
 def drop_slice(input_dir: str, k: int, clicks: list[dict]) -> str:
-    """Write slice k as one file: in progress under a '_' name, then renamed (readers skip '_' files)."""
-    os.makedirs(input_dir, exist_ok=True)
-    final = os.path.join(input_dir, f"clicks-{k:04d}.json")
-    tmp = os.path.join(input_dir, f"_clicks-{k:04d}.json")
-    with open(tmp, "w") as f:
-        f.writelines(json.dumps(c) + "\n" for c in clicks)
+    """Write slice k as one file. On a local disk it is written under a '_' name, then renamed
+    (readers skip '_' files); an object store shows an object only once it is whole."""
+    final = sample_data.join(input_dir, f"clicks-{k:04d}.json")
+    text = "".join(json.dumps(c) + "\n" for c in clicks)
+    if "://" in input_dir:
+        return sample_data.write_text(final, text)
+    tmp = sample_data.write_text(os.path.join(input_dir, f"_clicks-{k:04d}.json"), text)
     os.replace(tmp, final)
     return final
 

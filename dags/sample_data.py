@@ -3,12 +3,19 @@
 Small (a few hundred records), seeded, so every machine and every run sees the
 same records. Generated on demand by the pipelines' on_setup hooks (never at
 import: the example files must import fast and without I/O) into
-`$AIRFLOW_HOME/flinkchain/sample/`. Also usable from tests and notebooks.
+`{root}/sample/`. Also usable from tests and notebooks.
+
+`root()` is where the examples keep their sample data, outputs and checkpoints:
+`$FLINKCHAIN_EXAMPLES_ROOT`, a path or an object store URI such as
+`s3://bucket/flinkchain` (written through `pyarrow.fs`, configured the standard AWS
+way), else `$AIRFLOW_HOME/flinkchain`. The SQLite database of the SQL sinks stays in
+`$AIRFLOW_HOME/flinkchain/` (the Airflow side writes it).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import random
@@ -31,12 +38,58 @@ def example_dag_args(*tags: str) -> dict:
             "tags": ["flinkchain", "example", *tags]}
 
 
+ROOT_ENV = "FLINKCHAIN_EXAMPLES_ROOT"
+
+
+def root() -> str:
+    return os.environ.get(ROOT_ENV) or os.path.join(home(), "flinkchain")
+
+
+def join(base: str, *parts: str) -> str:
+    """`base/parts...` for a path or a URI."""
+    return "/".join([base.rstrip("/"), *parts]) if "://" in base else os.path.join(base, *parts)
+
+
+def _filesystem(location: str):
+    import pyarrow.fs as pafs
+
+    return pafs.FileSystem.from_uri(location if "://" in location else os.path.abspath(location))
+
+
+def exists(location: str) -> bool:
+    import pyarrow.fs as pafs
+
+    fs, path = _filesystem(location)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def write_text(location: str, text: str) -> str:
+    """Write one file (its parent directory made first); return its location."""
+    import pyarrow.fs as pafs
+
+    fs, path = _filesystem(location)
+    if isinstance(fs, pafs.LocalFileSystem):  # an object store has no directories to make
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(text.encode())
+    return location
+
+
+def _write_once(directory: str, files: dict) -> str:
+    """The files {name: text} into `directory`, then `_SUCCESS`; nothing when `_SUCCESS` exists."""
+    if not exists(join(directory, "_SUCCESS")):
+        for name, text in files.items():
+            write_text(join(directory, name), text)
+        write_text(join(directory, "_SUCCESS"), "")
+    return directory
+
+
 def sample_dir() -> str:
-    return os.path.join(home(), "flinkchain", "sample")
+    return join(root(), "sample")
 
 
 def output_dir() -> str:
-    return os.path.join(home(), "flinkchain", "output")
+    return join(root(), "output")
 
 
 def sqlite_url() -> str:
@@ -141,49 +194,34 @@ def enrichment_customers(seed: int = 6) -> list[dict]:
 
 def write_json_lines(path: str, rows) -> str:
     """Write `rows` as one JSON lines file in `path` once; return the directory."""
-    if not os.path.exists(os.path.join(path, "_SUCCESS")):
-        os.makedirs(path, exist_ok=True)
-        with open(os.path.join(path, "part-0.json"), "w") as fh:
-            for r in rows:
-                fh.write(json.dumps(r) + "\n")
-        open(os.path.join(path, "_SUCCESS"), "w").close()
-    return path
+    return _write_once(path, {"part-0.json": "".join(json.dumps(r) + "\n" for r in rows)})
 
 
 def write_enrichment(directory: str) -> str:
     """Write the enrichment example's orders, customers and rules (JSON lines) once; return its directory."""
-    path = os.path.join(directory, "enrichment")
-    write_json_lines(os.path.join(path, "orders"), enrichment_orders())
-    write_json_lines(os.path.join(path, "customers"), enrichment_customers())
-    write_json_lines(os.path.join(path, "rules"), ENRICHMENT_RULES)
+    path = join(directory, "enrichment")
+    write_json_lines(join(path, "orders"), enrichment_orders())
+    write_json_lines(join(path, "customers"), enrichment_customers())
+    write_json_lines(join(path, "rules"), ENRICHMENT_RULES)
     return path
 
 
 def write_clickstream(directory: str) -> str:
     """Write clickstream CSV files (two parts) once; return the directory."""
-    path = os.path.join(directory, "clickstream")
-    if not os.path.exists(os.path.join(path, "_SUCCESS")):
-        os.makedirs(path, exist_ok=True)
-        rows = clickstream_rows()
-        for part in range(2):
-            with open(os.path.join(path, f"part-{part}.csv"), "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=CLICK_COLUMNS)
-                w.writeheader()
-                w.writerows(rows[part::2])
-        open(os.path.join(path, "_SUCCESS"), "w").close()
-    return path
+    rows = clickstream_rows()
+    files = {}
+    for part in range(2):
+        fh = io.StringIO(newline="")
+        w = csv.DictWriter(fh, fieldnames=CLICK_COLUMNS)
+        w.writeheader()
+        w.writerows(rows[part::2])
+        files[f"part-{part}.csv"] = fh.getvalue()
+    return _write_once(join(directory, "clickstream"), files)
 
 
 def write_orders(directory: str) -> str:
     """Write orders as JSON lines once; return the directory."""
-    path = os.path.join(directory, "orders")
-    if not os.path.exists(os.path.join(path, "_SUCCESS")):
-        os.makedirs(path, exist_ok=True)
-        with open(os.path.join(path, "orders.json"), "w") as fh:
-            for r in order_rows():
-                fh.write(json.dumps(r) + "\n")
-        open(os.path.join(path, "_SUCCESS"), "w").close()
-    return path
+    return _write_once(join(directory, "orders"), {"orders.json": "".join(json.dumps(r) + "\n" for r in order_rows())})
 
 
 def ensure_sample_data() -> str:

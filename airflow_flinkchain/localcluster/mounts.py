@@ -5,7 +5,8 @@
 ``/tmp/home`` and ``/tmp/work`` in it, and waits. ``command(cmd)`` prefixes ``cmd`` with
 ``nsenter`` into that namespace, so any number of processes can be started in it (a Spark
 worker, the Airflow side); they share nothing on disk with the rest of the machine but what
-they can reach outside /tmp (the installed software). Files of the namespace are read from
+they can reach outside /tmp (the installed software; where it lies under /tmp, e.g. a
+checkout in /tmp, it is bound back at its path). Files of the namespace are read from
 outside through ``/proc/<holder>/root`` (``path()``). ``stop()`` SIGKILLs every process in
 the namespace, the holder last; the tmpfs goes with it.
 
@@ -16,17 +17,40 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 PRIVATE_HOME = "/tmp/home"
 PRIVATE_WORK = "/tmp/work"
+_HOST_TMP = "/tmp/.host-tmp"  # the machine's /tmp, seen only while the kept paths are bound back
 
-_HOLDER = ("mount -t tmpfs -o size={size},mode=1777 flinkchain-{name} /tmp "
-           "&& mkdir -p " + PRIVATE_HOME + " " + PRIVATE_WORK + " && echo ready && exec sleep infinity")
+
+def _holder_script(name: str, size: str, keep: list[str]) -> str:
+    """sh: tmpfs over /tmp; the kept paths under the old /tmp (software installed there, e.g. a
+    checkout and its venv in /tmp) bound back at their paths, the rest of the old /tmp dropped."""
+    tmpfs = f"mount -t tmpfs -o size={size},mode=1777 flinkchain-{name} /tmp"
+    if not keep:
+        steps = [tmpfs]
+    else:  # "." is the covered /tmp: a path of this namespace, so it may be bound
+        steps = ["cd /tmp", tmpfs, f"mkdir -p {_HOST_TMP}", f"mount --no-canonicalize --bind . {_HOST_TMP}", "cd /"]
+        for path in keep:
+            rel = shlex.quote(os.path.relpath(path, "/tmp"))
+            steps += [f"mkdir -p /tmp/{rel}", f"mount --bind {_HOST_TMP}/{rel} /tmp/{rel}"]
+        steps += [f"umount -l {_HOST_TMP}", f"rmdir {_HOST_TMP}"]
+    steps += [f"mkdir -p {PRIVATE_HOME} {PRIVATE_WORK}", "echo ready", "exec sleep infinity"]
+    return " && ".join(steps)
+
+
+def software_paths() -> list[str]:
+    """What every process needs to see: this Python's prefix and the package's source tree."""
+    import airflow_flinkchain
+
+    return [sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(airflow_flinkchain.__file__)))]
 
 
 class PrivateMountsError(RuntimeError):
@@ -36,9 +60,14 @@ class PrivateMountsError(RuntimeError):
 class PrivateMounts:
     """One mount namespace with a private tmpfs /tmp, held open until ``stop()``."""
 
-    def __init__(self, name: str, size: str = "2g"):
+    def __init__(self, name: str, size: str = "2g", keep: Optional[list[str]] = None):
+        """``keep``: paths under /tmp that stay visible (default ``software_paths()``)."""
         self.name = name
         self.size = size
+        paths = software_paths() if keep is None else keep
+        real = sorted({os.path.realpath(p) for p in paths})
+        self.keep = [p for p in real if p.startswith("/tmp/")
+                     and not any(p.startswith(q + "/") for q in real if q != p)]
         self.holder: Optional[subprocess.Popen] = None
 
     @property
@@ -53,7 +82,7 @@ class PrivateMounts:
                 f"mount namespace {self.name!r}: `unshare --mount` needs root (CAP_SYS_ADMIN); run as root "
                 "(CI does) or in a container that grants it")
         cmd = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-               _HOLDER.format(size=self.size, name=self.name)]
+               _holder_script(self.name, self.size, self.keep)]
         try:
             self.holder = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                            stdin=subprocess.DEVNULL, start_new_session=True)
