@@ -16,6 +16,7 @@ Three steps, the same for `execute()`, `execute_local()` and the Airflow tasks:
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
@@ -29,7 +30,7 @@ from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
                                                              sink_dir, write_json)
 from airflow_flinkchain.runtime.exchange.checkpoint_check import verify_checkpoint
-from airflow_flinkchain.runtime.exchange.layout import Location, replace
+from airflow_flinkchain.runtime.exchange.layout import Location, move, replace
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
 HISTORY = 100
@@ -246,7 +247,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     commit point), then the file sinks are published. Returns the manifest. Done again
     after an interruption (a retried commit step), it finishes what the first try began."""
     area = run.area
-    latest = area.read_latest()
+    latest, version = area.read_latest_versioned()
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
         publish_sinks(area, latest["checkpoint"])
@@ -259,7 +260,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     if not staged.exists():
         moved = _moved_but_not_pointed_at(area, run, latest)
         if moved is not None:
-            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest))
+            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest, version))
     docs = {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
@@ -283,9 +284,31 @@ def commit_stream_run(job, run: StreamRun) -> dict:
         if staged.join(leftover).exists():
             staged.join(leftover).delete()
     write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
+    _claim(area, run, n)
     final = area.checkpoint(n)
-    final.fs.move(staged.path, final.path)
-    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, n, latest))
+    move(staged, final)  # on an object store a copy, the manifest last
+    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, n, latest, version))
+
+
+def _concurrent(run: StreamRun, what: str) -> StreamRunError:
+    return StreamRunError(f"stream run {run.run_id!r} of the stream in {run.checkpoint_dir!r}: {what} by another run "
+                          "while this run was going on; concurrent runs of one stream are refused (Airflow: "
+                          "max_active_runs=1); this run committed nothing - start a new run")
+
+
+def _claim(area: CheckpointArea, run: StreamRun, n: int) -> None:
+    """Create checkpoint n's claim (if absent): of two runs about to write into chk-n, one is refused."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict, conditional_store
+
+    claim = area.claim(n)
+    store = conditional_store(claim)
+    mine = json.dumps({"run_id": run.run_id, "base": run.base}).encode()
+    try:
+        store.create_if_absent(claim, mine)
+    except CommitConflict:
+        data, _ = store.read(claim)
+        if data != mine:  # this run's own claim, from a try interrupted before its pointer
+            raise _concurrent(run, f"checkpoint {area.checkpoint_name(n)} was claimed") from None
 
 
 def _confirm_sources(job, checkpoint_dir: str, manifest: dict) -> dict:
@@ -309,16 +332,24 @@ def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Opti
     return None
 
 
-def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
-    """The commit point (the pointer), then the publication and the retention."""
+def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict], version: Optional[str]) -> dict:
+    """The commit point (the pointer, replaced only if it is still the version read), then
+    the publication and the retention."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict
+
     history = dict(latest["history"]) if latest else {}
     history[run.run_id] = n
-    area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
-                       "seq": run.seq, "history": list(history.items())[-HISTORY:]})
+    try:
+        area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
+                           "seq": run.seq, "history": list(history.items())[-HISTORY:]}, version)
+    except CommitConflict:
+        raise _concurrent(run, "the stream's latest checkpoint was replaced") from None
     publish_sinks(area, n)
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
+            if area.claim(old).exists():
+                area.claim(old).delete()
     _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
     return area.manifest(n)
 

@@ -108,6 +108,8 @@ def restore_checkpoint(area: CheckpointArea, n: int) -> dict:
     for later in area.checkpoints():
         if later > n:
             area.checkpoint(later).delete()
+            if area.claim(later).exists():
+                area.claim(later).delete()
             deleted.append(area.checkpoint_name(later))
     for sink in manifest["sinks"].values():
         target = Location(sink["target"])
@@ -118,5 +120,5 @@ def restore_checkpoint(area: CheckpointArea, n: int) -> dict:
                 deleted.append(path)
     pointer = {"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": manifest["run_id"],
                "base": manifest["base"], "seq": manifest["seq"], "history": history}
-    area.write_latest(pointer)
+    area.write_latest(pointer, area.latest_version())
     return {"pointer": pointer, "deleted": deleted}

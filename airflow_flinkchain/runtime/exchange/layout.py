@@ -41,6 +41,7 @@ from typing import Optional
 import pyarrow.fs as pafs
 
 from airflow_flinkchain.path_names import path_segment
+from airflow_flinkchain.runtime.exchange import storage
 
 PLAN_DIR, PLAN_FILE = "_plan", "plan.pkl"
 
@@ -65,7 +66,7 @@ class Location:
 
     def _resolve(self) -> None:
         if self._fs is None:
-            self._fs, self._path = pafs.FileSystem.from_uri(self.uri)
+            self._fs, self._path = storage.filesystem(self.uri)
 
     @property
     def fs(self) -> pafs.FileSystem:
@@ -80,6 +81,11 @@ class Location:
     @property
     def is_local(self) -> bool:
         return isinstance(self.fs, pafs.LocalFileSystem)
+
+    @property
+    def is_object_store(self) -> bool:
+        """No atomic rename here: commits are conditional writes of manifests."""
+        return storage.is_object_store(self.uri)
 
     def join(self, *parts: str) -> "Location":
         return Location("/".join([self.uri, *parts]))
@@ -126,7 +132,12 @@ class Location:
         return self.fs.open_output_stream(self.path)
 
     def write_bytes(self, data: bytes) -> None:
-        """Write via a temporary sibling and a rename, so readers never see half a file."""
+        """Write via a temporary sibling and a rename, so readers never see half a file (on an
+        object store one PUT is already all or nothing)."""
+        if self.is_object_store:
+            with self.fs.open_output_stream(self.path) as out:
+                out.write(data)
+            return
         tmp = self.sibling(f".{self.name}.{uuid.uuid4().hex}.tmp")
         with tmp.open_output() as out:
             out.write(data)
@@ -156,6 +167,29 @@ class Location:
         self._path = None
 
 
+def move(src: Location, dst: Location) -> None:
+    """Move a file or a directory. A rename on local and HDFS filesystems; on an object store
+    (no rename of a prefix) each object is copied, the directory's `_`-prefixed files last
+    (its manifest or marker, which readers check for completeness), then the source deleted."""
+    if not src.is_object_store:
+        src.fs.move(src.path, dst.path)
+        return
+    info = src.fs.get_file_info(src.path)
+    if info.type == pafs.FileType.File:
+        src.fs.copy_file(src.path, dst.path)
+        src.fs.delete_file(src.path)
+        return
+    files = [i.path for i in src.fs.get_file_info(pafs.FileSelector(src.path, recursive=True))
+             if i.type == pafs.FileType.File]
+    rel = sorted((p[len(src.path):].lstrip("/") for p in files),
+                 key=lambda r: (any(s.startswith("_") for s in r.split("/")), r))
+    for r in rel:
+        src.fs.copy_file(src.join(r).path, dst.join(r).path)
+    if not rel:
+        dst.makedirs()
+    src.delete()
+
+
 def replace(staged: Location, final: Location, trash: Location) -> None:
     """Commit one dataset: rename `staged` onto `final`, replacing what is there."""
     if not staged.exists():
@@ -164,12 +198,12 @@ def replace(staged: Location, final: Location, trash: Location) -> None:
     if final.exists():
         old = trash.join(uuid.uuid4().hex)
         trash.makedirs()
-        final.fs.move(final.path, old.path)
-        final.fs.move(staged.path, final.path)
+        move(final, old)
+        move(staged, final)
         old.delete()
         _drop_if_empty(trash)
     else:
-        final.fs.move(staged.path, final.path)
+        move(staged, final)
 
 
 def _drop_if_empty(loc: Location) -> None:
