@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine (Python 3.11 + Java 17):
 #   make demo   - run an example pipeline end to end through Airflow + spark-submit
-#                 (make demo DEMO_ARGS=stream: the stream-runs example, three slices and a drain)
+#                 (make demo DEMO_ARGS=stream: the stream-runs example, three slices and a drain;
+#                  make demo DEMO_ARGS=cluster: the same on a standalone Spark cluster, every location on S3)
 #   make test   - run the whole test suite
 # Both create .venv and install what they need, idempotently.
 

@@ -225,8 +225,9 @@ def check_exchange_root_reachable(master: Optional[str], exchange_root: str, sha
     """Refuse to run a chain on a non-local master with an exchange root only the driver can see.
 
     Passes for local masters (``local[*]``, ``local-cluster[...]``), for any
-    exchange root with a Hadoop file system scheme other than ``file``
-    (``hdfs://``, ``s3a://``, ``gs://``, ``abfss://``, ``viewfs://`` ...), and for
+    exchange root with a scheme other than ``file``: object stores (``s3://``,
+    ``gs://``, ``abfs://``, read and written by the storage layer) and Hadoop file
+    systems (``hdfs://``, ``viewfs://`` ...), and for
     plain paths / ``file://`` URIs when ``shared`` is True (the folder is
     mounted at the same path on the Airflow workers, the driver and every
     executor, e.g. NFS or the docker/ stack's shared volume). Raises
@@ -242,7 +243,7 @@ def check_exchange_root_reachable(master: Optional[str], exchange_root: str, sha
     raise ExchangeRootNotShared(
         f"Exchange root {exchange_root!r} is a local path, but chains run on the Spark master {master!r}: "
         "executors on other machines would not see the exchange data, the chain plan or the metrics file. "
-        "Either use a file system every node reaches (hdfs://..., s3a://..., gs://..., abfss://...), "
+        "Either use storage every node reaches (s3://bucket/prefix, gs://..., abfs://..., hdfs://...), "
         "or mount one folder at the same path on the Airflow workers and every Spark node and declare it "
         "shared: pipeline setting exchange_root_shared=True, or Airflow config [flinkchain] "
         "exchange_root_shared = True (env AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT_SHARED=True)."

@@ -8,11 +8,16 @@ run goes to $AIRFLOW_HOME/demo-<dag>.log.
 
     python -m airflow_flinkchain.demo [--dag flinkchain_clickstream|flinkchain_orders]
     python -m airflow_flinkchain.demo stream     (make demo DEMO_ARGS=stream)
+    python -m airflow_flinkchain.demo cluster    (make demo DEMO_ARGS=cluster)
 
 `stream` runs dags/flinkchain_stream_runs.py as stream runs: it drops a slice of click
 files into the monitored directory, runs the DAG, three times, then runs it drained
 (`{"drain": true}`) and prints what each run published and the outputs, checked against
 one STREAMING run over all the files (docs/stream-runs.md). It starts the stream afresh.
+
+`cluster` (make demo DEMO_ARGS=cluster) does the same on a Spark standalone master and
+worker with the exchange root, checkpoints, input and outputs on an S3 server, all started
+here and stopped at the end (demo_cluster.py, docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -127,8 +132,9 @@ def run_dag_test(env: dict, dag_file: str, log_path: str, conf: dict = None, mod
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", default="dag", choices=("dag", "stream"),
-                        help="dag: one run of --dag; stream: the stream-runs example, three slices and a drain")
+    parser.add_argument("what", nargs="?", default="dag", choices=("dag", "stream", "cluster"),
+                        help="dag: one run of --dag; stream: the stream-runs example, three slices and a drain; "
+                             "cluster: the same on a Spark standalone cluster with every location on S3")
     parser.add_argument("--dag", default="flinkchain_clickstream", choices=sorted(DAG_FILES))
     args = parser.parse_args(argv)
     env = demo_env()
@@ -138,6 +144,10 @@ def main(argv=None) -> int:
         from airflow_flinkchain.demo_stream import stream_demo
 
         return stream_demo(env, run_dag_test)
+    if args.what == "cluster":
+        from airflow_flinkchain.demo_cluster import cluster_demo
+
+        return cluster_demo(env, run_dag_test)
     print_chains(args.dag)
     log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{args.dag}.log")
     print(f"\nRunning DAG {args.dag} with dag.test() (real spark-submit per chain); log: {log_path}", flush=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -16,26 +15,42 @@ SLICES = 3
 
 
 def sink_rows(output_dir: str) -> Counter:
+    """(sink, record) -> count of the published files of the sinks under `output_dir` (a path or URI)."""
+    import pyarrow.fs as pafs
+    import sample_data
+
+    fs, root = sample_data.filesystem(output_dir)
     rows: Counter = Counter()
-    if not os.path.isdir(output_dir):
-        return rows
-    for sink in sorted(os.listdir(output_dir)):
-        for name in sorted(os.listdir(os.path.join(output_dir, sink))):
-            if not name.startswith((".", "_")):
-                with open(os.path.join(output_dir, sink, name)) as f:
-                    rows.update((sink, json.dumps(json.loads(line), sort_keys=True)) for line in f)
+    for info in sorted(fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)),
+                       key=lambda i: i.path):
+        sink, *rest = info.path[len(root):].strip("/").split("/")
+        if info.type == pafs.FileType.File and rest and not any(p.startswith((".", "_")) for p in rest):
+            with fs.open_input_stream(info.path) as f:
+                rows.update((sink, json.dumps(json.loads(line), sort_keys=True))
+                            for line in f.read().decode().splitlines() if line)
     return rows
+
+
+def _delete(location: str) -> None:
+    import pyarrow.fs as pafs
+    import sample_data
+
+    fs, path = sample_data.filesystem(location)
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
 
 
 def stream_demo(env: dict, run_dag_test) -> int:
     from airflow_flinkchain.demo import DAGS
+    from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
 
     sys.path.insert(0, DAGS)
     import flinkchain_stream_runs as example
+    import sample_data
 
-    where = example.paths(env["AIRFLOW_HOME"])
+    where = example.paths(env.get(sample_data.ROOT_ENV) or os.path.join(env["AIRFLOW_HOME"], "flinkchain"))
     for d in where.values():  # a fresh stream (the reset of docs/stream-runs.md)
-        shutil.rmtree(d, ignore_errors=True)
+        _delete(d)
     slices = example.click_slices(n_slices=SLICES)
     log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{DAG_ID}.log")
     print(f"Stream runs of DAG {DAG_ID}: {SLICES} slices of click files, then a drained run; log: {log_path}")
@@ -44,7 +59,7 @@ def stream_demo(env: dict, run_dag_test) -> int:
     for k, part in enumerate(slices + [None]):
         if part is not None:
             path = example.drop_slice(where["input_dir"], k, part)
-            what = f"run {k + 1}: dropped {os.path.basename(path)} ({len(part)} clicks)"
+            what = f"run {k + 1}: dropped {path.rsplit('/', 1)[-1]} ({len(part)} clicks)"
         else:
             what = f"run {k + 1}: drain (fires the windows and sessions still open)"
         print(f"\n{what}", flush=True)
@@ -61,7 +76,7 @@ def stream_demo(env: dict, run_dag_test) -> int:
         new = sink_rows(where["output_dir"]) - before
         for sink in ("page_views", "sessions"):
             print(f"  published {sum(n for (s, _), n in new.items() if s == sink):>4} {sink} records")
-        latest = json.load(open(os.path.join(where["checkpoint_dir"], "_latest.json")))
+        latest = CheckpointArea(where["checkpoint_dir"]).read_latest()
         print(f"  committed checkpoint {latest['checkpoint']} (run {latest['seq']} of the stream)")
     got = sink_rows(where["output_dir"])
     with tempfile.TemporaryDirectory() as tmp:

@@ -50,7 +50,8 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) if "://" in base else os.path.join(base, *parts)
 
 
-def _filesystem(location: str):
+def filesystem(location: str):
+    """(pyarrow filesystem, path on it) of a path or URI."""
     import pyarrow.fs as pafs
 
     return pafs.FileSystem.from_uri(location if "://" in location else os.path.abspath(location))
@@ -59,7 +60,7 @@ def _filesystem(location: str):
 def exists(location: str) -> bool:
     import pyarrow.fs as pafs
 
-    fs, path = _filesystem(location)
+    fs, path = filesystem(location)
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
@@ -67,7 +68,7 @@ def write_text(location: str, text: str) -> str:
     """Write one file (its parent directory made first); return its location."""
     import pyarrow.fs as pafs
 
-    fs, path = _filesystem(location)
+    fs, path = filesystem(location)
     if isinstance(fs, pafs.LocalFileSystem):  # an object store has no directories to make
         fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with fs.open_output_stream(path) as f:

