@@ -49,15 +49,25 @@ class PostgresCdcSplits:
     def __init__(self, source: PostgresCdcSource):
         self.source = source
         self.split = source.slot_name
-        self.where = f"PostgresCdcSource({_redact(source.url)}, slot {source.slot_name!r})"
+        at = f"connection {source.conn_id}" if source.conn_id else _redact(source.url)
+        self.where = f"PostgresCdcSource({at}, slot {source.slot_name!r})"
         self.scope: Optional[str] = None  # the stream reading it (set by stream runs)
 
     # -- connections ---------------------------------------------------------------------
+    def _url(self) -> str:
+        """libpq's URL: `url`, or the one the chain task handed over for `conn_id` (a SQLAlchemy
+        URL, its driver suffix dropped)."""
+        from airflow_flinkchain.runtime.connectors.sql import resolve_url
+
+        url = resolve_url(self.source.url, self.source.conn_id, self.where)
+        scheme, rest = url.split("://", 1)
+        return scheme.split("+", 1)[0] + "://" + rest
+
     def _connect(self, replication: bool = False):
         psycopg2 = _psycopg2()
         kw = {"replication": "database"} if replication else {}
         try:
-            conn = psycopg2.connect(self.source.url, connect_timeout=10, **kw)
+            conn = psycopg2.connect(self._url(), connect_timeout=10, **kw)
         except psycopg2.OperationalError as exc:
             text = str(exc).strip()
             if replication and "replication" in text:
