@@ -19,7 +19,6 @@ BUCKET = "flinkchain-demo"
 
 
 def cluster_demo(env: dict, run_dag_test) -> int:
-    from airflow_flinkchain.demo_stream import stream_demo
     from airflow_flinkchain.localcluster.s3_server import S3Server
     from airflow_flinkchain.localcluster.standalone import StandaloneCluster
 
@@ -28,29 +27,39 @@ def cluster_demo(env: dict, run_dag_test) -> int:
     print("Starting an S3 server (moto) and a Spark standalone master and worker on 127.0.0.1 ...", flush=True)
     os.makedirs(workdir, exist_ok=True)
     s3 = S3Server().start(os.path.join(workdir, "moto.log"))
-    with s3, StandaloneCluster(workdir, workers=1, cores=2, memory="2g") as cluster:
-        s3.client().create_bucket(Bucket=BUCKET)
-        root = f"s3://{BUCKET}"
-        settings = {
-            **s3.env,
-            "AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT": f"{root}/exchange",
-            "FLINKCHAIN_EXAMPLES_ROOT": f"{root}/flinkchain",
-            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1",
-                                                      "port": cluster.port, "extra": {"deploy-mode": "client"}}),
-        }
-        env = {**env, **settings}
-        os.environ.update(settings)  # this process drops the slices and reads the outputs on S3 too
-        print(f"  S3 server      {s3.endpoint}  bucket {BUCKET} (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... set)")
-        print(f"  Spark master   {cluster.master_url}  web UI {cluster.webui_url}")
-        print(f"  Spark worker   1 (work dir {cluster.work_dir(0)}, logs {workdir})")
-        print(f"  exchange root  {settings['AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT']}")
-        print(f"  ready in {time.time() - started:.0f} s\n", flush=True)
-        code = stream_demo(env, run_dag_test)
-        print(f"\nS3 objects under {root}/ (moto keeps them in memory; they go when it stops):")
-        for prefix in ("flinkchain/incoming", "flinkchain/checkpoints", "flinkchain/output", "exchange"):
-            keys = s3.keys(BUCKET, prefix + "/")
-            print(f"  {root}/{prefix}/  {len(keys)} objects")
-        print(f"\nStopping the worker, the master and the S3 server ({time.time() - started:.0f} s in all).")
+    try:
+        with StandaloneCluster(workdir, workers=1, cores=2, memory="2g") as cluster:
+            code = _run_on(cluster, s3, env, run_dag_test, started)
+    finally:
+        s3.stop()
+    return code
+
+
+def _run_on(cluster, s3, env: dict, run_dag_test, started: float) -> int:
+    from airflow_flinkchain.demo_stream import stream_demo
+
+    s3.client().create_bucket(Bucket=BUCKET)
+    root = f"s3://{BUCKET}"
+    settings = {
+        **s3.env,
+        "AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT": f"{root}/exchange",
+        "FLINKCHAIN_EXAMPLES_ROOT": f"{root}/flinkchain",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1",
+                                                  "port": cluster.port, "extra": {"deploy-mode": "client"}}),
+    }
+    env = {**env, **settings}
+    os.environ.update(settings)  # this process drops the slices and reads the outputs on S3 too
+    print(f"  S3 server      {s3.endpoint}  bucket {BUCKET} (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... set)")
+    print(f"  Spark master   {cluster.master_url}  web UI {cluster.webui_url}")
+    print(f"  Spark worker   1 (work dir {cluster.work_dir(0)}, logs {cluster.workdir})")
+    print(f"  exchange root  {settings['AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT']}")
+    print(f"  ready in {time.time() - started:.0f} s\n", flush=True)
+    code = stream_demo(env, run_dag_test)
+    print(f"\nS3 objects under {root}/ (moto keeps them in memory; they go when it stops):")
+    for prefix in ("flinkchain/incoming", "flinkchain/checkpoints", "flinkchain/output", "exchange"):
+        keys = s3.keys(BUCKET, prefix + "/")
+        print(f"  {root}/{prefix}/  {len(keys)} objects")
+    print(f"\nStopping the worker, the master and the S3 server ({time.time() - started:.0f} s in all).")
     return code
 
 

@@ -93,8 +93,12 @@ def output_dir() -> str:
     return join(root(), "output")
 
 
+def sqlite_path() -> str:
+    return os.path.join(home(), "flinkchain", "examples.db")
+
+
 def sqlite_url() -> str:
-    return "sqlite:///" + os.path.join(home(), "flinkchain", "examples.db")
+    return "sqlite:///" + sqlite_path()
 
 
 def clickstream_rows(n: int = 400, seed: int = 7) -> list[dict]:
@@ -226,7 +230,9 @@ def write_orders(directory: str) -> str:
 
 
 def ensure_sample_data() -> str:
-    """Generate every sample file (idempotent); return the sample directory."""
+    """Generate every sample file (idempotent) and the SQLite database's folder (the examples' root
+    may be elsewhere); return the sample directory."""
+    os.makedirs(os.path.dirname(sqlite_path()), exist_ok=True)
     d = sample_dir()
     write_clickstream(d)
     write_orders(d)

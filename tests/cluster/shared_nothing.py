@@ -41,7 +41,7 @@ class SharedNothingCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.s3 = S3Server()
         self.cluster = StandaloneCluster(self.workdir / "spark", workers=workers, cores=1, memory="1g",
-                                         private_mounts=True, env=self.s3.env)  # TEMP until s3 hands them over
+                                         private_mounts=True)
         self.driver = PrivateMounts("driver")
         self.bucket = ""
 
