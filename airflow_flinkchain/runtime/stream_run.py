@@ -30,7 +30,7 @@ from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST
                                                              SubtaskCheckpointFiles, chain_dir, operator_file,
                                                              sink_dir, write_json)
 from airflow_flinkchain.runtime.exchange.checkpoint_check import verify_checkpoint
-from airflow_flinkchain.runtime.exchange.layout import Location, move, replace
+from airflow_flinkchain.runtime.exchange.layout import Location, move, replace_tree
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
 HISTORY = 100
@@ -229,7 +229,7 @@ class ChainStreamStep:
             write_descriptor(sink_dir(self.stage, key), descriptor)
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
-        replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
+        replace_tree(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
         return doc
 
     def staged_outputs(self, outputs: list) -> list:

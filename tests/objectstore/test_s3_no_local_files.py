@@ -13,7 +13,7 @@ import pytest
 
 from tests.objectstore.s3_pipelines import read_json_dir
 
-pytestmark = [pytest.mark.s3]
+pytestmark = [pytest.mark.s3, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 
 RUNS = """
