@@ -21,11 +21,35 @@ IDENTITY = {"postgresql": "id bigint generated always as identity primary key, v
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture(params=sorted(URLS))
-def db(request):
-    """(kind, url, a uniquely named table with an identity column), dropped after the test."""
+@pytest.fixture(scope="module")
+def pg_database():
+    """A database of this module's own on the PostgreSQL server: a run lists the transactions in
+    progress in its database, and other sessions' transactions in `test` would keep gaps open."""
     sa = pytest.importorskip("sqlalchemy")
-    kind, url = request.param, URLS[request.param]
+    admin = sa.create_engine(URLS["postgresql"], isolation_level="AUTOCOMMIT")
+    name = f"flinkchain_incr_{uuid.uuid4().hex[:8]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"create database {name}"))
+    except Exception as exc:  # noqa: BLE001 - no server: nothing to test against
+        admin.dispose()
+        yield None, exc
+        return
+    yield URLS["postgresql"].rsplit("/", 1)[0] + "/" + name, None
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"drop database if exists {name} with (force)"))
+    admin.dispose()
+
+
+@pytest.fixture(params=sorted(URLS))
+def db(request, pg_database):
+    """(kind, url, a uniquely named table with an identity column, a writer factory); the
+    table is dropped after the test."""
+    sa = pytest.importorskip("sqlalchemy")
+    kind = request.param
+    url = pg_database[0] if kind == "postgresql" else URLS[kind]
+    if url is None:
+        pytest.skip(f"PostgreSQL not reachable at {URLS[kind]}: {pg_database[1]}")
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
@@ -57,7 +81,8 @@ def writer(engine):
 def insert(conn, name: str, value: str) -> int:
     cur = conn.cursor()
     cur.execute(f"insert into {name} (v) values (%s)", (value,))
-    cur.execute("select lastval()" if "psycopg" in type(conn.dbapi_connection).__module__ else "select last_insert_id()")
+    psycopg = "psycopg" in type(conn.dbapi_connection).__module__
+    cur.execute("select lastval()" if psycopg else "select last_insert_id()")
     return cur.fetchone()[0]
 
 
