@@ -18,7 +18,7 @@ URLS = {"postgresql": os.environ.get("FLINKCHAIN_TEST_PG_URL", "postgresql+psyco
         "mariadb": os.environ.get("FLINKCHAIN_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")}
 IDENTITY = {"postgresql": "id bigint generated always as identity primary key, v text",
             "mariadb": "id bigint auto_increment primary key, v text"}
-pytestmark = pytest.mark.postgres
+KINDS = [pytest.param("mariadb", marks=pytest.mark.mysql), pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,14 @@ def pg_database():
     admin.dispose()
 
 
-@pytest.fixture(params=sorted(URLS))
+@pytest.fixture(params=KINDS)
 def db(request, pg_database):
     """(kind, url, a uniquely named table with an identity column, a writer factory); the
     table is dropped after the test."""
     sa = pytest.importorskip("sqlalchemy")
     kind = request.param
+    if kind == "mariadb":
+        pytest.importorskip("pymysql")
     url = pg_database[0] if kind == "postgresql" else URLS[kind]
     if url is None:
         pytest.skip(f"PostgreSQL not reachable at {URLS[kind]}: {pg_database[1]}")
