@@ -95,12 +95,12 @@ def committed(open_writer, name: str, *values: str) -> None:
     conn.commit()
 
 
-def run(url: str, name: str, ckpt: str, run_id: str, **options):
+def run(url: str, name: str, ckpt: str, run_id: str, spark=None, **options):
     p = StreamPipeline("incr", runtime_mode="streaming", checkpoint_dir=ckpt)
     p.from_source(SqlSource(f"select id, v from {name}", url=url, incremental_column="id", **options),
                   name="rows").map(lambda r: (r["id"], r["v"])).collect("out")
-    result = p.execute_local(run_id=run_id)
-    return result.output("out"), result.stream["sources"]["rows"]
+    result = p.execute_local(run_id=run_id) if spark is None else p.execute(spark=spark, run_id=run_id)
+    return [tuple(r) for r in result.output("out")], result.stream["sources"]["rows"]
 
 
 @pytest.mark.timeout(60)
@@ -119,6 +119,22 @@ def test_a_transaction_open_across_a_run_is_read_by_the_next_run_once(db, tmp_pa
     assert run(url, name, ckpt, "r2")[0] == [(2, "b"), (4, "d")]
     rows, positions = run(url, name, ckpt, "r3")
     assert rows == [] and positions == {"value": 4, "emitted": [], "holds": []}
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_on_spark_a_transaction_open_across_a_run_is_read_by_the_next_run_once(db, tmp_path, spark):
+    kind, url, name, open_writer = db
+    ckpt = str(tmp_path / "ckpt")
+    committed(open_writer, name, "a")
+    held = open_writer()
+    insert(held, name, "b")
+    committed(open_writer, name, "c")
+    assert run(url, name, ckpt, "r1", spark)[0] == [(1, "a"), (3, "c")]
+    held.commit()
+    committed(open_writer, name, "d")
+    assert run(url, name, ckpt, "r2", spark)[0] == [(2, "b"), (4, "d")]
+    assert run(url, name, ckpt, "r3", spark)[0] == []
 
 
 @pytest.mark.timeout(60)
