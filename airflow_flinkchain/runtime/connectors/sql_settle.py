@@ -91,7 +91,7 @@ def plan_rows(source: Any, url: str, positions: dict, label: str) -> tuple[list,
                 return _reads(final), _positions(done, emitted, holds)
             scan = _complement(emitted, done, top)
             if running == []:  # nothing in progress: every gap at or below the maximum is final
-                return _reads(final + scan), _positions(top, [], [])
+                return _reads(_merge(final + scan)), _positions(top, [], [])
             islands = _islands(conn, query, params, col, scan)
     finally:
         engine.dispose()
@@ -105,17 +105,19 @@ def plan_rows(source: Any, url: str, positions: dict, label: str) -> tuple[list,
     emitted = _merge(emitted + reads)
     done, emitted = _advance(done, emitted)
     gaps = _complement(emitted, done, top)
-    if len(gaps) > MAX_OPEN_GAPS:
+    if len(gaps) > MAX_OPEN_GAPS:  # the lowest are retired: read as they are now, then done
         floor = gaps[-MAX_OPEN_GAPS][0] - 1
         log.warning("%s: more than %d gaps in %s open; those at or below %s are retired: a row committed there "
                     "later is not read", label, MAX_OPEN_GAPS, col, floor)
+        final += _clip(gaps, floor)
         done, emitted = _advance(floor, _above(emitted, floor))
         gaps = _complement(emitted, done, top)
+    reads = _merge(final + reads)
     if not gaps:
-        return _reads(final + reads), _positions(top, [], [])
+        return _reads(reads), _positions(top, [], [])
     if not holds or gaps[-1][1] > holds[-1]["upto"]:
         holds.append({"upto": max(v for v in (hi, gaps[-1][1]) if v is not None), "since": now, "waiting": running})
-    return _reads(final + reads), _positions(done, emitted, _needed(holds, gaps))
+    return _reads(reads), _positions(done, emitted, _needed(holds, gaps))
 
 
 def read_rows(url: str, query: str, params: dict, col: str, ranges: list) -> Iterator[dict]:
