@@ -163,9 +163,9 @@ class SqlSource(Source):
     `incremental_column` (stream runs; an integer identity column): each run reads
     the rows not read before, in that column's order, without waiting for writers;
     an id a transaction still in progress took is read by a later run once it
-    commits. `settle`: the longest (seconds) a run's later runs look for such an id
-    (None: until every transaction in progress when the gap was seen has ended;
-    where transactions cannot be listed, 300 s) (docs/stream-runs.md, "Sources").
+    commits. `settle`: the longest (seconds) later runs look for such an id (None:
+    until every transaction in progress when it was missing has ended; 300 s where
+    transactions cannot be listed) (docs/connectors.md, "Incremental SQL reads").
 
     Examples:
         >>> SqlSource("select * from orders", url="postgresql://etl:secret@db/shop").describe()
@@ -176,7 +176,7 @@ class SqlSource(Source):
     url: Optional[str] = None
     conn_id: Optional[str] = None
     params: dict = field(default_factory=dict)
-    incremental_column: Optional[str] = None  # stream runs: each run reads the rows above the last value read
+    incremental_column: Optional[str] = None  # stream runs: each run reads the rows not read before
     #: stream runs: the longest an id gap stays open for a late commit, in seconds
     settle: Optional[float] = None
     parallel = False
