@@ -218,3 +218,20 @@ def test_the_checkpoint_keeps_a_bounded_number_of_gaps(db, tmp_path, monkeypatch
         assert len(gaps) <= 3 and [14, 14] in gaps  # the held transaction's id
     held.commit()
     assert [r[1] for r in run(url, name, ckpt, "r4")[0]] == ["h"]
+
+
+def test_a_non_integer_incremental_column_fails_the_run_naming_it(tmp_path):
+    import sqlite3
+
+    from airflow_flinkchain.runtime.pipeline_run import ChainRunError
+
+    db = tmp_path / "t.db"
+    con = sqlite3.connect(db)
+    con.execute("create table events (at text, v text)")
+    con.execute("insert into events values ('2026-01-01', 'a')")
+    con.commit()
+    p = StreamPipeline("incr-text", runtime_mode="streaming", checkpoint_dir=str(tmp_path / "ckpt"))
+    p.from_source(SqlSource("select at, v from events", url=f"sqlite:///{db}", incremental_column="at"),
+                  name="events").collect("out")
+    with pytest.raises(ChainRunError, match=r"incremental_column 'at' holds str values.*integer column"):
+        p.execute_local(run_id="r1")
