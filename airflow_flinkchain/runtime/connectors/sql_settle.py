@@ -161,6 +161,11 @@ def _in_progress(conn: Any) -> Optional[list]:
     if sql is None:
         return None
     try:
+        # a replica: the writers are the primary's transactions, which it cannot list
+        replica = "select pg_is_in_recovery()" if dialect == "postgresql" else "select @@global.read_only"
+        if conn.execute(sa.text(replica)).scalar():
+            log.warning("the database is a replica (read only): id gaps are kept open for `settle` seconds")
+            return None
         return sorted({str(v) for v in conn.execute(sa.text(sql)).scalars()})
     except sa.exc.DBAPIError as exc:  # e.g. no PROCESS privilege for innodb_trx
         log.warning("cannot list the transactions in progress (%s); id gaps are kept open for `settle` seconds",
