@@ -288,3 +288,46 @@ def test_runs_beside_concurrent_writers_read_every_committed_row_once(db, tmp_pa
         read += [r[0] for r in run(url, name, ckpt, f"after{k}")[0]]
     assert sorted(read) == sorted(kept) and len(set(read)) == len(read)
     assert run(url, name, ckpt, "last")[1] == {"value": max(read), "emitted": [], "holds": []}
+
+
+@pytest.mark.mysql
+@pytest.mark.timeout(120)
+def test_without_the_process_privilege_gaps_wait_for_settle(tmp_path):
+    """A MariaDB user that cannot read information_schema.innodb_trx: a rolled-back
+    transaction's gap stays open (nothing says it ended) until settle retires it."""
+    sa = pytest.importorskip("sqlalchemy")
+    pytest.importorskip("pymysql")
+    admin = sa.create_engine(URLS["mariadb"])
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text("select 1"))
+    except Exception as exc:  # noqa: BLE001 - no server: nothing to test against
+        pytest.skip(f"MariaDB not reachable at {URLS['mariadb']}: {exc}")
+    suffix = uuid.uuid4().hex[:10]
+    user, name = f"fc_np_{suffix}", f"flinkchain_incr_{suffix}"
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"create table {name} ({IDENTITY['mariadb']})"))
+        conn.execute(sa.text(f"create user '{user}'@'%' identified by 'pw'"))
+        conn.execute(sa.text(f"grant select on test.{name} to '{user}'@'%'"))
+    url = URLS["mariadb"].replace("root@", f"{user}:pw@")
+    ckpt = str(tmp_path / "ckpt")
+    writers = [writer(admin) for _ in range(2)]
+    try:
+        insert(writers[0], name, "a")
+        writers[0].commit()
+        insert(writers[1], name, "x")  # id 2, rolled back after the run
+        insert(writers[0], name, "c")
+        writers[0].commit()
+        rows, positions = run(url, name, ckpt, "r1")
+        assert rows == [(1, "a"), (3, "c")] and positions["holds"][0]["waiting"] is None
+        writers[1].rollback()
+        rows, positions = run(url, name, ckpt, "r2")
+        assert rows == [] and len(positions["holds"]) == 1  # 300 s by default
+        assert run(url, name, ckpt, "r3", settle=0) == ([], {"value": 3, "emitted": [], "holds": []})
+    finally:
+        for conn in writers:
+            conn.close()
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"drop table if exists {name}"))
+            conn.execute(sa.text(f"drop user if exists '{user}'@'%'"))
+        admin.dispose()
