@@ -47,6 +47,7 @@ select l.virtualtransaction from pg_locks l join pg_stat_activity a on a.pid = l
 where l.locktype = 'virtualxid' and l.mode = 'ExclusiveLock' and l.granted
   and l.pid <> pg_backend_pid() and a.datname = current_database()
   and a.backend_type not in ('autovacuum worker', 'walsender')
+union all select 'prepared ' || gid from pg_prepared_xacts where database = current_database()
 """
 _MYSQL_IN_PROGRESS = """
 select concat(trx_mysql_thread_id, '@', trx_started) from information_schema.innodb_trx
