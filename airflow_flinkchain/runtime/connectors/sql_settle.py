@@ -10,9 +10,9 @@ skips the ids already read. A gap is retired (it can no longer fill: its transac
 back, or its id was never used) when
 
 * every transaction that was in progress when the gap was seen has ended, on the databases
-  whose transactions in progress a run can list: PostgreSQL (`pg_locks`), MySQL/MariaDB
-  (`information_schema.innodb_trx`, which needs the PROCESS privilege) and SQLite (one
-  writer at a time). A transaction that took an id at or below the maximum a run saw had
+  whose transactions in progress a run can list: PostgreSQL (`pg_locks`,
+  `pg_prepared_xacts`), MySQL/MariaDB (`information_schema.innodb_trx`, which needs the
+  PROCESS privilege) and SQLite (one writer at a time); not on a replica. A transaction that took an id at or below the maximum a run saw had
   taken it before that run read the maximum, so it is one of those listed right after;
 * or `SqlSource(settle=...)` seconds have passed since it was seen (default
   `DEFAULT_SETTLE_SECONDS` where transactions cannot be listed, no limit elsewhere): a row
