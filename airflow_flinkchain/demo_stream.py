@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -48,6 +49,7 @@ def stream_demo(env: dict, run_dag_test) -> int:
     import flinkchain_stream_runs as example
     import sample_data
 
+    logging.getLogger("botocore").setLevel(logging.WARNING)  # "Found credentials ..." per S3 client
     where = example.paths(env.get(sample_data.ROOT_ENV) or os.path.join(env["AIRFLOW_HOME"], "flinkchain"))
     for d in where.values():  # a fresh stream (the reset of docs/stream-runs.md)
         _delete(d)
