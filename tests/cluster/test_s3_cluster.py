@@ -109,43 +109,6 @@ def _read_json(location: str):
         return None
 
 
-def test_clickstream_example_with_a_worker_killed_equals_a_local_run(cluster, tmp_path, monkeypatch):
-    import flinkchain_clickstream as example
-    import sample_data
-
-    monkeypatch.setenv("FLINKCHAIN_EXAMPLES_ROOT", cluster.uri("flinkchain"))
-    arm(cluster.uri("flinkchain", "faults", "clickstream", "armed"))
-    run = cluster.start_dag(DAG_FILE, "cluster_clickstream")
-    worker = kill_paused_executor(cluster, run, "clickstream")
-    result = run.result()
-    assert result["state"] == "success", (result["tasks"], result["log"][-8000:])
-    assert all(state == "success" for state, _ in result["tasks"].values()), result["tasks"]
-    # Spark, not Airflow, recovered: every chain task ran once; the lost task ran again.
-    assert all(tries == 1 for _, tries in result["tasks"].values()), result["tasks"]
-    assert "ExecutorLostFailure" in result["log"] or "Lost executor" in result["log"], result["log"][-8000:]
-    assert cluster.cluster.alive_workers(cluster.cluster.state()) == 2  # the worker launched a new executor
-
-    from airflow_flinkchain.airflow.paths import run_key
-
-    key = run_key(result["run_id"])
-    out = f"{cluster.uri('flinkchain', 'output', 'clickstream', key)}"
-    local_sample, local_out = str(tmp_path / "sample"), str(tmp_path / "out")
-    sample_data.write_clickstream(local_sample)
-    db = tmp_path / "local.db"
-    example.clickstream_pipeline(local_sample, local_out, f"sqlite:///{db}").execute_local(
-        run_id="local", context={"run_key": "local"})
-    ref = f"{local_out}/clickstream/local"
-    for name in ("engagement_per_user", "revenue_per_user"):
-        got, want = parquet_rows(f"{out}/{name}"), parquet_rows(f"{ref}/{name}")
-        assert got == want and max(got.values()) == 1, name
-    assert json_rows(f"{out}/malformed") == json_rows(f"{ref}/malformed")
-    driver_db = cluster.driver_path("/tmp/home/airflow/flinkchain/examples.db")
-    assert sql_rows(driver_db, "revenue_per_user") == sql_rows(db, "revenue_per_user")
-    # The workers kept nothing of the run but Spark's own application folders.
-    for i in cluster.cluster.mounts:
-        assert all(p.name.startswith("app-") for p in cluster.cluster.work_dir(i).iterdir())
-
-
 def test_stream_runs_example_with_a_killed_run_equals_one_streaming_run(cluster, tmp_path, monkeypatch):
     import flinkchain_stream_runs as example
 
@@ -184,3 +147,40 @@ def test_stream_runs_example_with_a_killed_run_equals_one_streaming_run(cluster,
     want = json_rows(ref_out)
     assert got == want and max(got.values()) == 1
     assert all(published[:3]) and sum(published, Counter()) == got  # every run published, nothing twice
+
+
+def test_clickstream_example_with_a_worker_killed_equals_a_local_run(cluster, spark, tmp_path, monkeypatch):
+    import flinkchain_clickstream as example
+    import sample_data
+
+    monkeypatch.setenv("FLINKCHAIN_EXAMPLES_ROOT", cluster.uri("flinkchain"))
+    arm(cluster.uri("flinkchain", "faults", "clickstream", "armed"))
+    run = cluster.start_dag(DAG_FILE, "cluster_clickstream")
+    worker = kill_paused_executor(cluster, run, "clickstream")
+    result = run.result()
+    assert result["state"] == "success", (result["tasks"], result["log"][-8000:])
+    assert all(state == "success" for state, _ in result["tasks"].values()), result["tasks"]
+    # Spark, not Airflow, recovered: every chain task ran once; the lost task ran again.
+    assert all(tries == 1 for _, tries in result["tasks"].values()), result["tasks"]
+    assert "ExecutorLostFailure" in result["log"] or "Lost executor" in result["log"], result["log"][-8000:]
+    assert cluster.cluster.alive_workers(cluster.cluster.state()) == 2  # the worker launched a new executor
+
+    from airflow_flinkchain.airflow.paths import run_key
+
+    key = run_key(result["run_id"])
+    out = f"{cluster.uri('flinkchain', 'output', 'clickstream', key)}"
+    local_sample, local_out = str(tmp_path / "sample"), str(tmp_path / "out")
+    sample_data.write_clickstream(local_sample)
+    db = tmp_path / "local.db"
+    example.clickstream_pipeline(local_sample, local_out, f"sqlite:///{db}").execute(
+        spark=spark, run_id="local", context={"run_key": "local"}, exchange_root=str(tmp_path / "exchange"))
+    ref = f"{local_out}/clickstream/local"
+    for name in ("engagement_per_user", "revenue_per_user"):
+        got, want = parquet_rows(f"{out}/{name}"), parquet_rows(f"{ref}/{name}")
+        assert got == want and max(got.values()) == 1, name
+    assert json_rows(f"{out}/malformed") == json_rows(f"{ref}/malformed")
+    driver_db = cluster.driver_path("/tmp/home/airflow/flinkchain/examples.db")
+    assert sql_rows(driver_db, "revenue_per_user") == sql_rows(db, "revenue_per_user")
+    # The workers kept nothing of the run but Spark's own application folders.
+    for i in cluster.cluster.mounts:
+        assert all(p.name.startswith("app-") for p in cluster.cluster.work_dir(i).iterdir())
