@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -68,15 +69,16 @@ class SharedNothingCluster:
         if not src.is_file():
             self.airflow("db", "migrate", timeout=900)
             return
-        home = self.driver.path(DRIVER_HOME)  # written from here through /proc/<pid>/root
-        home.mkdir(parents=True, exist_ok=True)
-        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        copy = sqlite3.connect(home / "airflow.db")
+        snapshot = self.workdir / "airflow.db"
+        source, copy = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(snapshot)
         try:
             source.backup(copy)
         finally:
             source.close()
             copy.close()
+        home = self.driver.path(DRIVER_HOME)  # written from here through /proc/<pid>/root (sqlite
+        home.mkdir(parents=True, exist_ok=True)  # itself would resolve that link to our own /tmp)
+        shutil.copyfile(snapshot, home / "airflow.db")
 
     def stop(self) -> None:
         self.cluster.stop()
