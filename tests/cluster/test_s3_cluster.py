@@ -25,7 +25,7 @@ import pytest
 from airflow_flinkchain.localcluster.standalone import kill_tree
 from shared_nothing import REPO, SharedNothingCluster, wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 DAG_FILE = "s3_cluster_dags.py"
 sys.path.insert(0, str(REPO / "dags"))
 
@@ -109,6 +109,7 @@ def _read_json(location: str):
         return None
 
 
+@pytest.mark.timeout(2700)  # 14 spark-submits: ~8 min alone on 2 cores, 35 min beside 7 other test runs
 def test_stream_runs_example_with_a_killed_run_equals_one_streaming_run(cluster, tmp_path, monkeypatch):
     import flinkchain_stream_runs as example
 
@@ -149,6 +150,7 @@ def test_stream_runs_example_with_a_killed_run_equals_one_streaming_run(cluster,
     assert all(published[:3]) and sum(published, Counter()) == got  # every run published, nothing twice
 
 
+@pytest.mark.timeout(1800)
 def test_clickstream_example_with_a_worker_killed_equals_a_local_run(cluster, spark, tmp_path, monkeypatch):
     import flinkchain_clickstream as example
     import sample_data
