@@ -113,3 +113,22 @@ def _stage_chains(job, run) -> None:
     exchange, plan_bytes = MemoryExchange(), dumps_plan(job)
     for chain in topological_chains(job):
         LocalChainRun(job, chain.id, run.run_id, plan_bytes, exchange, overrides, run).run()
+
+
+@pytest.mark.spark
+def test_stream_runs_on_spark_with_everything_on_s3_equal_one_streaming_run(s3_server, spark, tmp_path):
+    """The same stream on Spark (execute()): exchange root, checkpoints, source and sink on S3."""
+    bucket = f"s3://{s3_server.new_bucket()}"
+    source, sink, ckpt = f"{bucket}/in", f"{bucket}/out", f"{bucket}/checkpoints"
+    collected = []
+    for k, part in enumerate(slices(EVENTS, 2)):
+        write_events(source, k, part)
+        res = stream_pipeline(source, sink, ckpt).execute(spark=spark, exchange_root=f"{bucket}/exchange",
+                                                          run_id=f"r{k}", drain=k == 1)
+        collected.extend(res.output("windows"))
+    local = tmp_path / "local"
+    write_events(str(local / "in"), 0, EVENTS)
+    one = stream_pipeline(str(local / "in"), str(local / "out"), str(local / "ckpt")).execute_local(
+        run_id="one", drain=True)
+    assert as_multiset(collected) == as_multiset(one.output("windows"))
+    assert read_json_dir(sink) == read_json_dir(str(local / "out"))
