@@ -257,10 +257,11 @@ def commit_stream_run(job, run: StreamRun) -> dict:
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
                              "of one stream are refused (Airflow: max_active_runs=1)")
     staged = area.run(run.run_id)
-    if not staged.exists():
-        moved = _moved_but_not_pointed_at(area, run, latest)
-        if moved is not None:
-            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest, version))
+    # moved into place before an interruption (on an object store the staging may still be
+    # partly there: its copy finished, its deletion did not)
+    moved = _moved_but_not_pointed_at(area, run, latest)
+    if moved is not None:
+        return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest, version))
     docs = {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
