@@ -22,13 +22,15 @@ from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import FileSink
-from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
-                                                            write_descriptor)
+from airflow_flinkchain.runtime.connectors.published import (Publication, PublicationError, publication_target,
+                                                            publish_staged, publisher_of, read_descriptor,
+                                                            same_target, write_descriptor)
 from airflow_flinkchain.runtime.connectors.unbounded import confirm_committed, plan_stream_source, stream_scope
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
-                                                             SubtaskCheckpointFiles, chain_dir, operator_file,
-                                                             sink_dir, write_json)
-from airflow_flinkchain.runtime.exchange.checkpoint_check import verify_checkpoint
+                                                             SubtaskCheckpointFiles, chain_dir, chain_dir_name, digest,
+                                                             new_stream_id, operator_file, published_part_name,
+                                                             sink_dir, stream_id_of, write_json)
+from airflow_flinkchain.runtime.exchange.checkpoint_check import all_files, verify_checkpoint
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
@@ -50,6 +52,7 @@ class StreamRun:
     seq: int = 1  # the run's number in the stream (sink part names)
     expected_latest: Optional[int] = None  # the latest checkpoint at begin; the commit requires it still is
     allow_non_restored_state: bool = False
+    stream_id: str = ""  # the stream's identity (checkpoints.new_stream_id; "" for a stream begun without one)
 
     @property
     def area(self) -> CheckpointArea:
@@ -86,9 +89,10 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:
-        publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
+        publish_sinks(area, latest["checkpoint"], current_sinks(job))  # roll forward an interrupted commit
         _confirm_sources(job, checkpoint_dir, area.manifest(latest["checkpoint"]))
         verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
+    stream_id = stream_id_of(area.manifest(latest["checkpoint"])) if latest is not None else new_stream_id()
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
         _check_outputs_replaceable(area, latest, job)
@@ -103,7 +107,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     for staged in _run_dirs(area):  # runs that never committed, and an earlier try of this one
         staged.delete()
     run = StreamRun(checkpoint_dir, run_id, bool(drain), base, seq,
-                    latest["checkpoint"] if latest else None, bool(allow_non_restored_state))
+                    latest["checkpoint"] if latest else None, bool(allow_non_restored_state), stream_id)
     _check_restored_state(job, run)
     write_json(area.run(run_id).join(RUN_DOC), {**asdict(run), "started_at": _now()})
     return run
@@ -209,8 +213,10 @@ class ChainStreamStep:
         its watermark, whether it holds state and its snapshot size, per source the positions
         it reached and the ranges this run read."""
         operators: dict[str, dict] = {}
+        files: dict[str, dict] = {}  # relative to the chain's directory (shared files: their URI) -> digest
         for r in sorted(reports, key=lambda r: r["subtask"]):
             for key, s in (r.get("snapshots") or {}).items():
+                files.update(s.get("files") or {})
                 o = operators.setdefault(key, {"chain": self.chain.id, "parallelism": self.chain.parallelism,
                                                "stateful": False, "watermark": None, "bytes": 0, "written": 0,
                                                "max_parallelism": s.get("max_parallelism"), "shared": []})
@@ -222,10 +228,11 @@ class ChainStreamStep:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
         for key, sink in self.sinks.items():
             sink["records"] = sum(int((r.get("written") or {}).get(key, 0)) for r in reports)
-        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
-               "sinks": self.sinks}
         for key, descriptor in self.published.items():
             write_descriptor(sink_dir(self.stage, key), descriptor)
+        files.update(staged_sink_digests(self.stage))
+        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
+               "sinks": self.sinks, "files": files}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
         replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
@@ -249,7 +256,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     latest = area.read_latest()
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
-        publish_sinks(area, latest["checkpoint"])
+        publish_sinks(area, latest["checkpoint"], current_sinks(job))
         return _confirm_sources(job, run.checkpoint_dir, area.manifest(latest["checkpoint"]))
     if (latest["checkpoint"] if latest else None) != run.expected_latest:
         raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
@@ -259,17 +266,21 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     if not staged.exists():
         moved = _moved_but_not_pointed_at(area, run, latest)
         if moved is not None:
-            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest))
-    docs = {}
+            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, moved, latest))
+    docs, files = {}, {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
         if not doc.exists():
             raise StreamRunError(f"stream run {run.run_id!r}: chain {chain.id!r} did not finish; the run cannot commit")
+        data = doc.read_bytes()
         docs[chain.id] = area.read_doc(doc, f"the staged document of chain {chain.id!r}")
+        files.update(_in_checkpoint(chain_dir_name(chain.id), docs[chain.id].get("files", {})))
+        files[f"{chain_dir_name(chain.id)}/{CHAIN_DOC}"] = digest(data)
     n = max(area.checkpoints() + [0]) + 1
-    manifest = {"pipeline": job.pipeline, "run_id": run.run_id, "checkpoint": n, "base": run.base, "seq": run.seq,
-                "drained": run.drain, "committed_at": _now(), "operators": {}, "sources": {}, "sinks": {},
-                "chains": {}}
+    manifest = {"pipeline": job.pipeline, "stream_id": run.stream_id, "run_id": run.run_id, "checkpoint": n,
+                "base": run.base, "seq": run.seq, "drained": run.drain, "committed_at": _now(), "operators": {},
+                "sources": {}, "sinks": {}, "chains": {}, "files": files,
+                "history": _history_with(latest, run.run_id, n)}
     for chain_id, doc in docs.items():
         manifest["operators"].update(doc["operators"])
         manifest["sources"].update(doc["sources"])
@@ -277,7 +288,8 @@ def commit_stream_run(job, run: StreamRun) -> dict:
             staged_parts = sink_dir(chain_dir(staged, chain_id), key)
             parts = sorted(p.rsplit("/", 1)[-1] for p in staged_parts.list_files()) if staged_parts.exists() else []
             manifest["sinks"][key] = {**sink, "chain": chain_id,
-                                      "files": [published_name(run.seq, name) for name in parts]}
+                                      "files": [published_part_name(run.seq, name, run.stream_id)
+                                                for name in parts]}
         manifest["chains"][chain_id] = {"state_bytes": sum(o["bytes"] for o in doc["operators"].values())}
     for leftover in ("_attempts", "_trash"):
         if staged.join(leftover).exists():
@@ -285,7 +297,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
     final = area.checkpoint(n)
     final.fs.move(staged.path, final.path)
-    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, n, latest))
+    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, n, latest))
 
 
 def _confirm_sources(job, checkpoint_dir: str, manifest: dict) -> dict:
@@ -309,13 +321,21 @@ def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Opti
     return None
 
 
-def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
-    """The commit point (the pointer), then the publication and the retention."""
+def _history_with(latest: Optional[dict], run_id: str, n: int) -> list:
+    """The stream's committed runs [[run_id, checkpoint]] with run `run_id` committing n: in the
+    pointer and in each manifest (`flinkchain checkpoints --restore` keeps it from there when
+    the pointer is damaged, so an old run stays refused)."""
     history = dict(latest["history"]) if latest else {}
-    history[run.run_id] = n
+    history.pop(run_id, None)
+    history[run_id] = n
+    return [list(h) for h in list(history.items())[-HISTORY:]]
+
+
+def _point_at(area: CheckpointArea, job, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
+    """The commit point (the pointer), then the publication and the retention."""
     area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
-                       "seq": run.seq, "history": list(history.items())[-HISTORY:]})
-    publish_sinks(area, n)
+                       "seq": run.seq, "history": _history_with(latest, run.run_id, n)})
+    publish_sinks(area, n, current_sinks(job))
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
@@ -335,40 +355,92 @@ def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -
             area.shared().fs.delete_file(path)
 
 
-def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
+def current_sinks(job) -> dict:
+    """{sink key: descriptor} of the pipeline's published sinks as the DAG file has them now: a
+    pending publication uses these settings (a fixed URL, say) for a sink of the same name,
+    type and target."""
+    return {n.key: n.function for n in job.stream_graph.nodes
+            if n.kind is OperatorKind.SINK and publisher_of(n.function) is not None}
+
+
+def publish_sinks(area: CheckpointArea, n: int, current: Optional[dict] = None) -> list[str]:
     """Move the staged parts of checkpoint n's file sinks onto their final names
-    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone);
+    (`published_part_name`; done again after an interruption: what was moved is gone);
     hand the staged records of its published sinks to their publishers (which write nothing
-    for a checkpoint they published already), then drop them."""
+    for a checkpoint of the stream they published already), then drop them. `current`: the
+    pipeline's published sinks now (`current_sinks`)."""
     chk = area.checkpoint(n)
     if not chk.join(MANIFEST).exists():
         return []
     manifest = area.manifest(n)
+    stream_id = stream_id_of(manifest)
     published = []
     for key, sink in manifest["sinks"].items():
         staged = sink_dir(chain_dir(chk, sink["chain"]), key)
         if not staged.exists():
             continue
         if sink.get("publish"):
-            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}", manifest["run_id"]))
+            _publish_pending(area, manifest, key, staged, (current or {}).get(key))
             staged.delete()
             published.append(sink["target"])
             continue
         target = Location(sink["target"])
         target.makedirs()
         for path in staged.list_files():
-            final = target.join(published_name(manifest["seq"], path.rsplit("/", 1)[-1]))
+            final = target.join(published_part_name(manifest["seq"], path.rsplit("/", 1)[-1], stream_id))
             target.fs.move(path, final.path)
             published.append(final.uri)
         staged.delete()
     return published
 
 
-def published_name(seq: int, staged_name: str) -> str:
-    """The final name of a staged sink part: the run's sequence number first, so that runs
-    never overwrite each other's parts."""
-    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
-    return f"part-{seq:06d}-{rest}"
+def _publish_pending(area: CheckpointArea, manifest: dict, key: str, staged: Location, current) -> dict:
+    """One published sink's output of a committed checkpoint, with the sink's current settings
+    when the pipeline still has it (same name, type and target), else with those recorded in
+    the checkpoint; a failure says which were used and the way out."""
+    n = manifest["checkpoint"]
+    recorded = read_descriptor(staged)
+    use = current if current is not None and same_target(current, recorded) else recorded
+    label = f"sink {key!r}"
+    try:
+        return publish_staged(staged, Publication(manifest["pipeline"], key, n, label, manifest["run_id"],
+                                                  stream_id_of(manifest)), use)
+    except Exception as exc:
+        name = area.checkpoint_name(n)
+        if use is current:
+            fix = (f"the next run (or a retry of the commit step) publishes it again with the settings of sink "
+                   f"{key!r} in the DAG file: fix them there (keeping the sink's name and its target "
+                   f"{publication_target(recorded)!r})")
+        else:
+            back = (f"`flinkchain checkpoints {area.root.uri} --restore {manifest['base']}` to drop {name} (the next "
+                    "run reads its input again and publishes it to the pipeline's sinks)"
+                    if manifest["base"] is not None else
+                    f"reset the stream by deleting checkpoint_dir {area.root.uri}")
+            fix = (f"the pipeline has no sink {key!r} of type {type(recorded).__name__} writing to "
+                   f"{publication_target(recorded)!r} any more, so the settings recorded in {name} were used: put "
+                   f"the sink back under that name and target with working settings, or {back}")
+        raise PublicationError(f"{label}: publishing the output of committed checkpoint {name} to "
+                               f"{recorded.describe()} failed ({type(exc).__name__}: {exc}); {fix}") from exc
+
+
+def staged_sink_digests(chain_base: Location) -> dict:
+    """{path relative to the chain's directory: digest} of every staged sink file of a chain."""
+    sinks = chain_base.join("sinks")
+    out = {}
+    for path in all_files(sinks):
+        out["sinks" + path[len(sinks.path):]] = digest(Location(sinks.uri + path[len(sinks.path):]).read_bytes())
+    return out
+
+
+def _in_checkpoint(prefix: str, files: dict) -> dict:
+    """A chain document's file digests keyed as the manifest keys them: relative to the
+    checkpoint directory (shared files keep their URI)."""
+    return {(name if name.startswith("/") or "://" in name else f"{prefix}/{name}"): d for name, d in files.items()}
+
+
+def published_name(seq: int, staged_name: str, stream_id: str = "") -> str:
+    """The final name of a staged sink part (see `checkpoints.published_part_name`)."""
+    return published_part_name(seq, staged_name, stream_id)
 
 
 def published_sinks(manifest: dict) -> dict:
