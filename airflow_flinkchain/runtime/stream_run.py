@@ -276,7 +276,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
         docs[chain.id] = area.read_doc(doc, f"the staged document of chain {chain.id!r}")
         files.update(_in_checkpoint(chain_dir_name(chain.id), docs[chain.id].get("files", {})))
         files[f"{chain_dir_name(chain.id)}/{CHAIN_DOC}"] = digest(data)
-    n = max(area.checkpoints() + [0]) + 1
+    n = _next_checkpoint_id(area, latest)
     manifest = {"pipeline": job.pipeline, "stream_id": run.stream_id, "run_id": run.run_id, "checkpoint": n,
                 "base": run.base, "seq": run.seq, "drained": run.drain, "committed_at": _now(), "operators": {},
                 "sources": {}, "sinks": {}, "chains": {}, "files": files,
@@ -319,6 +319,14 @@ def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Opti
             if m["run_id"] == run.run_id and m["base"] == run.base:
                 return n
     return None
+
+
+def _next_checkpoint_id(area: CheckpointArea, latest: Optional[dict]) -> int:
+    """Above every checkpoint present and every one the stream committed: after `flinkchain
+    checkpoints --restore N` the next run does not take the id of a dropped checkpoint, whose
+    publication a sink recorded (it would find it "published already" and write nothing)."""
+    committed = [c for _, c in (latest or {}).get("history", [])]
+    return max(area.checkpoints() + committed + [0]) + 1
 
 
 def _history_with(latest: Optional[dict], run_id: str, n: int) -> list:
@@ -419,8 +427,9 @@ def _publish_pending(area: CheckpointArea, manifest: dict, key: str, staged: Loc
             fix = (f"the pipeline has no sink {key!r} of type {type(recorded).__name__} writing to "
                    f"{publication_target(recorded)!r} any more, so the settings recorded in {name} were used: put "
                    f"the sink back under that name and target with working settings, or {back}")
+        first_line = (str(exc).splitlines() or [""])[0]
         raise PublicationError(f"{label}: publishing the output of committed checkpoint {name} to "
-                               f"{recorded.describe()} failed ({type(exc).__name__}: {exc}); {fix}") from exc
+                               f"{use.describe()} failed ({type(exc).__name__}: {first_line}); {fix}") from exc
 
 
 def staged_sink_digests(chain_base: Location) -> dict:

@@ -169,6 +169,8 @@ def restore_checkpoint(area: CheckpointArea, n: int) -> dict:
             deleted.append(area.checkpoint_name(later))
     stream_id = stream_id_of(manifest)
     for sink in manifest["sinks"].values():
+        if sink.get("publish"):
+            continue  # a table: what later checkpoints published stays (their commit records with it)
         target = Location(sink["target"])
         for path in target.list_files(recursive=False):
             seq = published_part_seq(path.rsplit("/", 1)[-1], stream_id)
