@@ -68,6 +68,12 @@ class StreamRun:
         recorded = CheckpointArea(checkpoint_dir).read_doc(doc, f"the record of stream run {run_id!r}")
         return cls(**{f.name: recorded[f.name] for f in fields(cls) if f.name in recorded})
 
+    def verify_base(self) -> None:
+        """Every file the run restores present with the size and SHA-256 its manifest records
+        (CheckpointFileError naming the first that is not)."""
+        if self.base is not None:
+            verify_checkpoint(self.area, self.base)
+
     def base_manifest(self) -> Optional[dict]:
         if self.base is None:
             return None
