@@ -95,9 +95,9 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:
+        verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
         publish_sinks(area, latest["checkpoint"], current_sinks(job))  # roll forward an interrupted commit
         _confirm_sources(job, checkpoint_dir, area.manifest(latest["checkpoint"]))
-        verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
     stream_id = stream_id_of(area.manifest(latest["checkpoint"])) if latest is not None else new_stream_id()
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:

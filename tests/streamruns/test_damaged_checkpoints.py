@@ -194,3 +194,26 @@ def test_restore_keeps_the_committed_runs_so_an_old_run_stays_refused(area, poin
             next_run(log, ckpt, old)
     assert main(["checkpoints", ckpt]) == 0
     next_run(log, ckpt, "r3")
+
+
+def test_published_files_are_the_users_and_a_pending_part_is_checked(tmp_path):
+    """Parts a run published may be deleted (retention): the next run goes on. A part still
+    staged for a pending publication that is damaged fails the run naming the sink."""
+    log, ckpt, out = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "files"
+    append(log, "p0", [("a", 1, 100), ("a", 2, 2000)])
+    build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r1")
+    for part in out.iterdir():
+        part.unlink()
+    append(log, "p0", [("a", 3, 3500)])
+    build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r2")
+    # r2's part back in its checkpoint, as if killed before the publication, and damaged there
+    latest = json.load(open(os.path.join(ckpt, "_latest.json")))
+    manifest = json.load(open(os.path.join(ckpt, latest["dir"], "_manifest.json")))
+    (key, sink), = manifest["sinks"].items()
+    staged = os.path.join(ckpt, latest["dir"], "chains", sink["chain"], "sinks", key)
+    os.makedirs(staged)
+    for name in sink["files"]:
+        os.rename(out / name, os.path.join(staged, name.replace(f"part-000002-{manifest['stream_id']}-", "part-")))
+        truncate(os.path.join(staged, name.replace(f"part-000002-{manifest['stream_id']}-", "part-")))
+    with pytest.raises(CheckpointFileError, match=rf"the staged output of sink '{key}' in chk-000002 .*is damaged"):
+        build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r3")

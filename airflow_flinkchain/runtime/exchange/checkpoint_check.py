@@ -59,11 +59,12 @@ def _check_digests(area: CheckpointArea, n: int, manifest: dict, present: set) -
     publication moved away already, staged sink parts, are not looked for)."""
     chk = area.checkpoint(n)
     what = _what_files_hold(area, n, manifest)
+    directories = {p.rsplit("/", 1)[0] for p in present}  # those holding a file
     for rel, want in sorted(manifest.get("files", {}).items()):
         loc = in_checkpoint(chk, rel)
         described = what.get(rel, f"a file of {area.checkpoint_name(n)}")
         if loc.path not in present:
-            if _published_already(chk, manifest, rel, present):
+            if _published_already(chk, manifest, rel, directories):
                 continue
             raise missing_file(loc, described, area.root.uri)
         got = digest(loc.read_bytes())
@@ -73,16 +74,19 @@ def _check_digests(area: CheckpointArea, n: int, manifest: dict, present: set) -
             raise CheckpointFileError(f"{described} {loc.uri} is damaged ({how}): {way_out(area.root.uri)}")
 
 
-def _published_already(chk: Location, manifest: dict, rel: str, present: set) -> bool:
-    """Whether a staged sink file missing from the checkpoint was published (after the commit
-    point): a file sink's part moved onto its final name, or a published sink's whole staging
-    dropped once handed to the sink."""
+def _published_already(chk: Location, manifest: dict, rel: str, directories: set) -> bool:
+    """Whether a staged sink file missing from the checkpoint was published after the commit
+    point: its sink's staging is gone (the publication finished and dropped it; what happens
+    to published files afterwards is the user's), or, while a file sink's publication is
+    under way, the part was moved onto its final name already."""
     for key, sink in manifest["sinks"].items():
         staging = f"{chain_dir_name(sink['chain'])}/sinks/{path_segment(key, 'sink key')}"
         if not rel.startswith(staging + "/"):
             continue
+        if in_checkpoint(chk, staging).path not in directories:
+            return True
         if sink.get("publish"):
-            return not any(p.startswith(in_checkpoint(chk, staging).path + "/") for p in present)
+            return False  # handed to the sink as a whole: all its staged files stay until it is done
         final = published_part_name(manifest["seq"], rel.rsplit("/", 1)[-1], stream_id_of(manifest))
         return Location(sink["target"]).join(final).exists()
     return False
