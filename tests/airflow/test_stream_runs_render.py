@@ -204,8 +204,9 @@ def test_the_setup_task_verifies_what_the_run_restores_before_any_chain(tmp_path
     with open(key_group, "r+b") as f:
         f.truncate(3)
     operator = os.path.basename(os.path.dirname(key_group))
-    with pytest.raises(AirflowFailException, match=rf"run 'r3': key group \d+ of operator '{operator}' \(shared file of "
-                                                   rf"chk-000002\) {key_group} is damaged \(3 bytes where the manifest "
-                                                   r"says \d+\): restore an earlier checkpoint"):
+    with pytest.raises(AirflowFailException,
+                       match=rf"run 'r3': key group \d+ of operator '{operator}' \(shared file of chk-000002\) "
+                             rf"{key_group} is damaged \(3 bytes where the manifest says \d+\): restore an earlier "
+                             r"checkpoint"):
         begin(job, spec, run, {"params": {"drain": False}}, False, log)
     assert os.path.exists(tmp_path / "ckpt" / "_runs" / "r3") == begun  # nothing staged by a chain

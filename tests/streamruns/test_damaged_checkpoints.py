@@ -89,7 +89,8 @@ def test_a_missing_or_damaged_file_fails_the_run_before_any_chain(area, case):
 UNREADABLE = [
     ("operator snapshot", "chk-000002/chains/rolling/operators/rolling/subtask-00000.pkl",
      r"the snapshot of operator 'rolling', subtask 0, .*subtask-00000\.pkl is damaged"),
-    ("shared key group", "shared/rolling/kg-*.pkl", r"key group \d+ of operator 'rolling' \(shared file.*\) .*is damaged"),
+    ("shared key group", "shared/rolling/kg-*.pkl",
+     r"key group \d+ of operator 'rolling' \(shared file.*\) .*is damaged"),
 ]
 
 
