@@ -6,9 +6,10 @@ carrying the application transaction (app id, checkpoint id) Spark's and delta-r
 writers use for idempotent streaming writes; the app id names the stream, pipeline and
 sink (`Publication.app_id`), so a stream started afresh never finds an earlier one's.
 Before writing, the table's recorded version for the app id is read: at or above the
-checkpoint id, the output is in the table already and nothing is written. Delta's optimistic concurrency makes a concurrent
-writer's commit and ours both land or ours retry; the transaction version is checked
-again by the conflict checker, so two publications of one checkpoint cannot both commit.
+checkpoint id, the output is in the table already and nothing is written. Delta's
+optimistic concurrency makes a concurrent writer's commit and ours both land or ours
+retry; the transaction version is checked again by the conflict checker, so two
+publications of one checkpoint cannot both commit.
 """
 
 from __future__ import annotations
