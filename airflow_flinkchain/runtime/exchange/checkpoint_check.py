@@ -124,7 +124,7 @@ def all_files(loc: Location) -> set:
 
 def list_checkpoints(area: CheckpointArea) -> dict:
     """{"latest": the pointer or None, "checkpoints": [{"checkpoint", "run_id", "seq", "base",
-    "drained", "committed_at", "latest", "error"}], "runs": runs in progress [{"run_id", "base"}],
+    "stream_id", "drained", "committed_at", "latest", "error"}], "runs": runs in progress [{"run_id", "base"}],
     "history": [[run_id, checkpoint]]}: what `flinkchain checkpoints` prints."""
     try:
         latest: Optional[dict] = area.read_latest()
@@ -136,7 +136,8 @@ def list_checkpoints(area: CheckpointArea) -> dict:
         row = {"checkpoint": n, "latest": bool(latest and latest["checkpoint"] == n), "error": None}
         try:
             m = area.manifest(n)
-            row.update({k: m.get(k) for k in ("run_id", "seq", "base", "drained", "committed_at")})
+            row.update({k: m.get(k) for k in ("run_id", "seq", "base", "drained", "committed_at")},
+                       stream_id=stream_id_of(m))
         except CheckpointFileError as exc:
             row["error"] = str(exc)
         rows.append(row)
