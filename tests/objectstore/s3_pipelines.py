@@ -18,9 +18,9 @@ def write_orders(folder: str, rows=ORDERS, files: int = 2) -> None:
         Location(folder).join(f"orders-{f}.json").write_text("".join(json.dumps(r) + "\n" for r in part))
 
 
-def totals_pipeline(source: str, sink: str) -> StreamPipeline:
+def totals_pipeline(source: str, sink: str, **settings) -> StreamPipeline:
     """JSON lines -> map -> key_by -> reduce -> JSON lines (two chains, a HASH exchange)."""
-    p = StreamPipeline("s3_totals", parallelism=2, runtime_mode="batch")
+    p = StreamPipeline("s3_totals", parallelism=2, runtime_mode="batch", **settings)
     (p.from_source(JsonLinesSource(source), name="orders")
      .map(lambda r: (r["customer"], r["amount"])).name("pair")
      .key_by(lambda t: t[0])

@@ -22,8 +22,11 @@ pytestmark = [pytest.mark.s3]
 REPO = Path(__file__).resolve().parents[2]
 
 KILLED_RUN = """
-import sys
+import os, signal, sys
 sys.path.insert(0, {repo!r})
+if {where!r} == "before-pointer":  # the checkpoint is copied into place, the pointer not written
+    from airflow_flinkchain.runtime import stream_run
+    stream_run._point_at = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 from tests.objectstore.s3_pipelines import stream_pipeline
 from tests.streamruns.cases import FailOn
 stream_pipeline({source!r}, {sink!r}, {ckpt!r}, fail=FailOn({marker!r}, {value!r}, kill=True)).execute_local(
@@ -31,7 +34,10 @@ stream_pipeline({source!r}, {sink!r}, {ckpt!r}, fail=FailOn({marker!r}, {value!r
 """
 
 
-def test_stream_runs_on_s3_killed_and_retried_equal_one_streaming_run(s3_server, tmp_path):
+@pytest.mark.parametrize("where", ["running", "before-pointer"])
+def test_stream_runs_on_s3_killed_and_retried_equal_one_streaming_run(s3_server, tmp_path, where):
+    """Each run SIGKILLed (at a random record, or after its checkpoint was copied into place
+    and before the pointer), then retried."""
     bucket = f"s3://{s3_server.new_bucket()}"
     source, sink, ckpt = f"{bucket}/in", f"{bucket}/out", f"{bucket}/checkpoints"
     marker = tmp_path / "kill-marker"
@@ -42,8 +48,9 @@ def test_stream_runs_on_s3_killed_and_retried_equal_one_streaming_run(s3_server,
         drain = k == len(pieces) - 1
         write_events(source, k, part)
         marker.write_text("")
-        script = KILLED_RUN.format(repo=str(REPO), source=source, sink=sink, ckpt=ckpt, marker=str(marker),
-                                   value=rng.choice(part)[1], run_id=f"r{k}", drain=drain)
+        script = KILLED_RUN.format(repo=str(REPO), where=where, source=source, sink=sink, ckpt=ckpt, marker=str(marker),
+                                   value=rng.choice(part)[1] if where == "running" else -1, run_id=f"r{k}",
+                                   drain=drain)
         proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=600)
         assert proc.returncode == -9, proc.stderr.decode()[-3000:]
         marker.unlink()
@@ -113,3 +120,22 @@ def _stage_chains(job, run) -> None:
     exchange, plan_bytes = MemoryExchange(), dumps_plan(job)
     for chain in topological_chains(job):
         LocalChainRun(job, chain.id, run.run_id, plan_bytes, exchange, overrides, run).run()
+
+
+@pytest.mark.spark
+def test_stream_runs_on_spark_with_everything_on_s3_equal_one_streaming_run(s3_server, spark, tmp_path):
+    """The same stream on Spark (execute()): exchange root, checkpoints, source and sink on S3."""
+    bucket = f"s3://{s3_server.new_bucket()}"
+    source, sink, ckpt = f"{bucket}/in", f"{bucket}/out", f"{bucket}/checkpoints"
+    collected = []
+    for k, part in enumerate(slices(EVENTS, 2)):
+        write_events(source, k, part)
+        res = stream_pipeline(source, sink, ckpt).execute(spark=spark, exchange_root=f"{bucket}/exchange",
+                                                          run_id=f"r{k}", drain=k == 1)
+        collected.extend(res.output("windows"))
+    local = tmp_path / "local"
+    write_events(str(local / "in"), 0, EVENTS)
+    one = stream_pipeline(str(local / "in"), str(local / "out"), str(local / "ckpt")).execute_local(
+        run_id="one", drain=True)
+    assert as_multiset(collected) == as_multiset(one.output("windows"))
+    assert read_json_dir(sink) == read_json_dir(str(local / "out"))

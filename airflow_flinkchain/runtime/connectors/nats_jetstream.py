@@ -53,6 +53,8 @@ def connect_options(source: NatsJetStreamSource, where: str) -> dict:
     if source.conn_id:
         u = urlsplit(resolve_url(None, source.conn_id, where))
         extra = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        if "__extra__" in extra:  # Airflow's URI form of a nested extra
+            extra = json.loads(extra["__extra__"])
         scheme = "tls" if extra.get("tls_ca_file") or extra.get("tls_cert_file") else "nats"
         opts["servers"] = [f"{scheme}://{u.hostname}:{u.port or 4222}"]
         if u.username and u.password:

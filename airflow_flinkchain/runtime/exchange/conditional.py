@@ -132,12 +132,11 @@ class S3ConditionalStore(ConditionalStore):
             import boto3
         except ImportError:
             raise RuntimeError("commit points on S3 need boto3 (pip install boto3; requirements.txt pins it)") from None
-        env = storage.storage_env()
-        kwargs = {"endpoint_url": storage.s3_endpoint(), "region_name": storage.s3_region()}
-        if storage._override.get("AWS_ACCESS_KEY_ID"):
-            kwargs.update(aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
-                          aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
-                          aws_session_token=env.get("AWS_SESSION_TOKEN"))
+        given = storage.explicit_credentials()  # else boto3's default chain, as pyarrow's
+        kwargs = {"endpoint_url": storage.s3_endpoint(), "region_name": storage.s3_region(),
+                  "aws_access_key_id": given.get("AWS_ACCESS_KEY_ID"),
+                  "aws_secret_access_key": given.get("AWS_SECRET_ACCESS_KEY"),
+                  "aws_session_token": given.get("AWS_SESSION_TOKEN")}
         return boto3.client("s3", **{k: v for k, v in kwargs.items() if v})
 
     @staticmethod

@@ -175,7 +175,8 @@ class Location:
 def move(src: Location, dst: Location) -> None:
     """Move a file or a directory. A rename on local and HDFS filesystems; on an object store
     (no rename of a prefix) each object is copied, the directory's `_`-prefixed files last
-    (its manifest or marker, which readers check for completeness), then the source deleted."""
+    (its manifest or markers, which readers check for completeness; the outermost last of
+    all), then the source deleted."""
     if not src.is_object_store:
         src.fs.move(src.path, dst.path)
         return
@@ -186,8 +187,9 @@ def move(src: Location, dst: Location) -> None:
         return
     files = [i.path for i in src.fs.get_file_info(pafs.FileSelector(src.path, recursive=True))
              if i.type == pafs.FileType.File]
+    # markers last, the outermost last of all (a checkpoint's manifest after its chains' documents)
     rel = sorted((p[len(src.path):].lstrip("/") for p in files),
-                 key=lambda r: (any(s.startswith("_") for s in r.split("/")), r))
+                 key=lambda r: (any(s.startswith("_") for s in r.split("/")), -r.count("/"), r))
     for r in rel:
         src.fs.copy_file(src.join(r).path, dst.join(r).path)
     if not rel:

@@ -45,6 +45,12 @@ def use_credentials(env: Optional[dict]) -> None:
         _cache.clear()
 
 
+def explicit_credentials() -> dict[str, str]:
+    """The credentials given by `use_credentials` ({} when the default chain applies)."""
+    return {k: v for k, v in _override.items() if k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                         "AWS_SESSION_TOKEN")}
+
+
 def setting(name: str) -> Optional[str]:
     return _override.get(name) or os.environ.get(name) or None
 
