@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.io.database_urls import POSTGRES_SCHEMES, redact as _redact, scheme_of
+
 FILE_FORMATS = ("parquet", "csv", "json")
 
 
@@ -211,15 +213,6 @@ def normalize_asset(descriptor: Any, where: str) -> None:
         raise ValueError(f"{where}: asset=True is not a URI; leave asset unset to derive it from the path or table")
 
 
-def _redact(url: Optional[str]) -> str:
-    """A database URL without its password (descriptions end up in the UI)."""
-    if not url or "@" not in url or "://" not in url:
-        return str(url)
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-
-
 @dataclass(frozen=True, eq=False)
 class UnboundedSource(Source):
     """Base of a source that keeps receiving data (a log, a queue, a table), read by stream
@@ -356,8 +349,9 @@ class PostgresCdcSource(UnboundedSource):
 
     def __post_init__(self) -> None:
         where = f"PostgresCdcSource(slot_name={self.slot_name!r})"
-        if not isinstance(self.url, str) or not self.url.startswith(("postgresql://", "postgres://")):
-            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL, got "
+        if not isinstance(self.url, str) or scheme_of(self.url) not in POSTGRES_SCHEMES:
+            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL (also "
+                             "postgresql+psycopg2:// or postgresql+psycopg://; psycopg2 connects either way), got "
                              f"{_redact(self.url) if isinstance(self.url, str) else self.url!r}")
         tables = (self.tables,) if isinstance(self.tables, str) else tuple(self.tables or ())
         tables = tuple(t if isinstance(t, str) and "." in t else f"public.{t}" if isinstance(t, str) else t

@@ -21,7 +21,8 @@ import logging
 import time
 from typing import Any, Iterator, Optional
 
-from airflow_flinkchain.io.sources import PostgresCdcSource, _redact
+from airflow_flinkchain.io.database_urls import libpq_url, redact as _redact
+from airflow_flinkchain.io.sources import PostgresCdcSource
 from airflow_flinkchain.runtime.connectors.pg_values import SESSION_OPTIONS, TYPE_QUERY, PgValues
 from airflow_flinkchain.runtime.connectors.pgoutput import Decoder, envelope, lsn_int, lsn_text
 from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
@@ -58,7 +59,7 @@ class PostgresCdcSplits:
         psycopg2 = _psycopg2()
         kw = {"replication": "database"} if replication else {}
         try:
-            conn = psycopg2.connect(self.source.url, connect_timeout=10, options=SESSION_OPTIONS, **kw)
+            conn = psycopg2.connect(libpq_url(self.source.url), connect_timeout=10, options=SESSION_OPTIONS, **kw)
         except psycopg2.OperationalError as exc:
             text = str(exc).strip()
             if replication and "replication" in text:

@@ -20,12 +20,14 @@ import os
 import re
 from typing import Any, Iterable, Iterator, Optional
 
+from airflow_flinkchain.io.database_urls import check_driver
 from airflow_flinkchain.io.sinks import SqlSink
 from airflow_flinkchain.io.sources import SqlSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
-from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.published import (Publication, register_publish_check,
+                                                            register_publisher)
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
 
@@ -37,12 +39,13 @@ def conn_url_env(conn_id: str) -> str:
 
 
 def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
-    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`."""
+    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`; its
+    driver checked (an error naming `where` and the package to install)."""
+    url = url or os.environ.get(conn_url_env(conn_id))
     if url:
+        check_driver(url, where)
         return url
     env = conn_url_env(conn_id)
-    if os.environ.get(env):
-        return os.environ[env]
     raise RuntimeError(f"{where}: conn_id={conn_id!r} is an Airflow connection, resolved by the Airflow chain "
                        f"task; outside Airflow set ${env} to its SQLAlchemy URL or pass url= instead")
 
@@ -73,6 +76,7 @@ class SqlSinkConnector(SinkConnector):
         self.label = ctx.label
         self.location = ctx.attempt.stage(ctx.key)
         self.dag_id = ctx.area.dag_id
+        resolve_url(descriptor.url, descriptor.conn_id, self.label)  # fails before the chain runs
 
     def create_writer(self, subtask: int) -> DatasetSinkWriter:
         return DatasetSinkWriter(DatasetWriter(self.location, f"stage:{self.key}", subtask, 1, channel_dirs=False,
@@ -110,6 +114,12 @@ def publish_sql(sink: SqlSink, rows: list, publication: Publication) -> dict:
                      dag_id=publication.pipeline,
                      commit_record=(publication.pipeline, publication.sink_key, publication.checkpoint))
     return {"kind": "sql", "path": sink.table, "records": n}
+
+
+@register_publish_check(SqlSink)
+def check_sql_sink(sink: SqlSink, label: str) -> None:
+    """At a stream run's begin: the URL resolves and its driver is installed."""
+    resolve_url(sink.url, sink.conn_id, label)
 
 
 def read_query(url: str, query: str, params: dict) -> Iterator[dict]:
