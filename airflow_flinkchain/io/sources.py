@@ -335,6 +335,9 @@ class PostgresCdcSource(UnboundedSource):
     if missing) and reads the tables' rows consistent with the slot's start (op "r"); later
     runs read the transactions committed before the run began; the slot advances only after
     a run's checkpoint committed. The record timestamp is the commit time (milliseconds).
+    Column values are typed alike in snapshot and changes (bool, int, Decimal, date, datetime,
+    bytes, lists for arrays, ...: the table in docs/connectors-postgres-cdc.md). `url`:
+    postgresql://, postgresql+psycopg2:// or postgresql+psycopg:// (psycopg2 connects).
 
     Examples:
         >>> PostgresCdcSource("postgresql://etl:secret@db:5432/shop", ("public.orders",)).describe()
