@@ -76,6 +76,10 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
             current.expected_latest == (latest["checkpoint"] if latest else None):
         log.info("%s: stream run %s already begun on checkpoint %s; keeping its staged chains",
                  where, run.run_key, current.base)
+        try:
+            current.verify_base()  # as a new begin does: before any chain task restores from it
+        except CheckpointFileError as exc:
+            refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
         stream = current
     else:
         try:

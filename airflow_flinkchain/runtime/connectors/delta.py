@@ -3,11 +3,13 @@
 One publication = one Delta commit: an append (`write_deltalake(mode="append")`) or a
 merge (`DeltaTable.merge`, update all columns when the keys match, insert otherwise),
 carrying the application transaction (app id, checkpoint id) Spark's and delta-rs's
-writers use for idempotent streaming writes. Before writing, the table's recorded
-version for the app id is read: at or above the checkpoint id, the output is in the
-table already and nothing is written. Delta's optimistic concurrency makes a concurrent
-writer's commit and ours both land or ours retry; the transaction version is checked
-again by the conflict checker, so two publications of one checkpoint cannot both commit.
+writers use for idempotent streaming writes; the app id names the stream, pipeline and
+sink (`Publication.app_id`), so a stream started afresh never finds an earlier one's.
+Before writing, the table's recorded version for the app id is read: at or above the
+checkpoint id, the output is in the table already and nothing is written. Delta's
+optimistic concurrency makes a concurrent writer's commit and ours both land or ours
+retry; the transaction version is checked again by the conflict checker, so two
+publications of one checkpoint cannot both commit.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict
     props = CommitProperties(
         app_transactions=[Transaction(app_id=publication.app_id, version=publication.checkpoint)],
         custom_metadata={"flinkchain.pipeline": publication.pipeline, "flinkchain.sink": publication.sink_key,
+                         "flinkchain.stream": publication.stream_id,
                          "flinkchain.checkpoint": str(publication.checkpoint)})
     append_or_merge(sink, data, table, props, merge=sink.mode != "append")
     return {"kind": "delta", "path": sink.path, "records": data.num_rows,

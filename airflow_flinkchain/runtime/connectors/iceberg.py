@@ -1,7 +1,8 @@
 """Iceberg tables at run time (pyiceberg): publisher and batch writer of `IcebergSink`.
 
 Stream runs: one publication = one appended snapshot whose summary holds
-`flinkchain.app-id` (pipeline and sink) and `flinkchain.checkpoint`. Before appending, the
+`flinkchain.app-id` (stream, pipeline and sink: `Publication.app_id`), `flinkchain.stream`
+and `flinkchain.checkpoint`. Before appending, the
 current snapshot and its ancestors are searched for the app id: a checkpoint at or below
 the newest one found is in the table already and nothing is written (the check Flink's
 Iceberg committer makes with its max committed checkpoint id). The catalog commit is a
@@ -24,6 +25,7 @@ from airflow_flinkchain.runtime.connectors.published import (BatchRun, BatchTabl
 
 APP_ID = "flinkchain.app-id"
 CHECKPOINT = "flinkchain.checkpoint"
+STREAM = "flinkchain.stream"
 COMMIT_TRIES = 5
 
 
@@ -135,6 +137,7 @@ def publish_iceberg(sink: IcebergSink, rows: list, publication: Publication) -> 
             data = arrow_records(sink, rows, table, label)
         try:
             table.append(data, snapshot_properties={APP_ID: app_id, CHECKPOINT: str(publication.checkpoint),
+                                                    STREAM: publication.stream_id,
                                                     "flinkchain.run-id": publication.run_id})
         except CommitFailedException:
             if attempt == COMMIT_TRIES - 1:

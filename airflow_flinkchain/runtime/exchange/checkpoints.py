@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from typing import Any, Optional
 
@@ -37,6 +38,24 @@ LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.j
 class CheckpointFileError(RuntimeError):
     """A file of the checkpoint area is missing or cannot be read: the message names the file,
     what it holds (operator, key group) and the way out."""
+
+
+def new_stream_id() -> str:
+    """The identity of a new stream, taken when its first run begins and kept in every
+    checkpoint's manifest (`stream_id`): the commit records of its published sinks hold it,
+    so a stream started afresh (checkpoint_dir deleted) never matches an earlier one's."""
+    return uuid.uuid4().hex
+
+
+def stream_id_of(manifest: Optional[dict]) -> str:
+    """The stream identity a checkpoint's manifest records; "" for a checkpoint written before
+    streams had one (its sinks' commit records keep the form they had: pipeline and sink)."""
+    return (manifest or {}).get("stream_id") or ""
+
+
+def digest(data: bytes) -> dict:
+    """What a manifest records of one file: {"size", "sha256"}."""
+    return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def way_out(checkpoint_dir: str) -> str:
@@ -135,15 +154,49 @@ class CheckpointArea:
 
 def chain_dir(base: Location, chain_id: str) -> Location:
     """A chain's directory inside a checkpoint or a run's staging."""
-    return base.join("chains", path_segment(chain_id, "chain id"))
+    return base.join(chain_dir_name(chain_id))
+
+
+def chain_dir_name(chain_id: str) -> str:
+    """A chain's directory relative to its checkpoint (the manifest's `files` are keyed so)."""
+    return "chains/" + path_segment(chain_id, "chain id")
+
+
+def in_checkpoint(chk: Location, name: str) -> Location:
+    """A file of the manifest's `files`: relative to the checkpoint directory, or a shared
+    file's URI."""
+    return Location(name) if name.startswith("/") or "://" in name else chk.join(name)
 
 
 def operator_file(chain_base: Location, operator_key: str, subtask: int) -> Location:
-    return chain_base.join("operators", path_segment(operator_key, "operator key"), f"subtask-{subtask:05d}.pkl")
+    return chain_base.join(operator_file_name(operator_key, subtask))
+
+
+def operator_file_name(operator_key: str, subtask: int) -> str:
+    """An operator subtask's snapshot file, relative to its chain's directory."""
+    return f"operators/{path_segment(operator_key, 'operator key')}/subtask-{subtask:05d}.pkl"
 
 
 def sink_dir(chain_base: Location, sink_key: str) -> Location:
     return chain_base.join("sinks", path_segment(sink_key, "sink key"))
+
+
+def published_part_name(seq: int, staged_name: str, stream_id: str) -> str:
+    """The final name of a staged file-sink part (`part-{k:05d}.{ext}`) published by run `seq`
+    of stream `stream_id`: `part-{seq:06d}-{stream_id}-{k:05d}.{ext}`. The sequence number first:
+    runs of a stream never overwrite each other's parts; the stream id: a stream started afresh
+    (its seq 1 again) never overwrites an earlier stream's. A stream without an identity (begun
+    before streams had one) keeps `part-{seq:06d}-{k:05d}.{ext}`."""
+    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
+    return f"part-{seq:06d}-{stream_id}-{rest}" if stream_id else f"part-{seq:06d}-{rest}"
+
+
+def published_part_seq(name: str, stream_id: str) -> Optional[int]:
+    """The run sequence number of a part file that stream `stream_id` published, or None for
+    any other file (another stream's part included)."""
+    pattern = rf"part-(\d{{6}})-{re.escape(stream_id)}-\d+\." if stream_id else r"part-(\d{6})-\d+\."
+    match = re.fullmatch(pattern + r"[^-]*", name)
+    return int(match.group(1)) if match else None
 
 
 def holds_state(state: dict) -> bool:
@@ -176,6 +229,7 @@ class SubtaskCheckpointFiles:
         self.stage = stage
         self.shared = shared
         self._summary: dict = {}
+        self._shared_digests: dict = {}  # operator key -> {shared file uri: digest}
 
     def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
         former = self.restore_from.get(operator_key)
@@ -208,10 +262,12 @@ class SubtaskCheckpointFiles:
         state, total, written, refs = self._share_key_groups(operator_key, state)
         data = dumps_plan(state)
         operator_file(self.stage, operator_key, subtask).write_bytes(data)
+        files = {**self._shared_digests.pop(operator_key, {}),
+                 operator_file_name(operator_key, subtask): digest(data)}
         wm = state.get("watermark", MIN_WATERMARK_TS)
         keyed = state.get("keyed_state")
         self._summary[operator_key] = {"stateful": stateful, "bytes": len(data) + total,
-                                       "written": len(data) + written, "shared": refs,
+                                       "written": len(data) + written, "shared": refs, "files": files,
                                        "watermark": wm if wm > MIN_WATERMARK_TS else None,
                                        "max_parallelism": keyed["max_parallelism"] if keyed else None}
 
@@ -224,8 +280,10 @@ class SubtaskCheckpointFiles:
         directory = self.shared.join(path_segment(operator_key, "operator key"))
         for kg in sorted(set(keyed["key_groups"]) | set(timer_groups)):
             blob = dumps_plan({"state": keyed["key_groups"].get(kg), "timers": timer_groups.get(kg)})
-            loc = directory.join(f"kg-{int(kg):05d}-{hashlib.sha256(blob).hexdigest()[:24]}.pkl")
+            d = digest(blob)
+            loc = directory.join(f"kg-{int(kg):05d}-{d['sha256'][:24]}.pkl")
             total += len(blob)
+            self._shared_digests.setdefault(operator_key, {})[loc.uri] = d
             if not loc.exists():  # an unchanged key group is already there
                 loc.write_bytes(blob)
                 written += len(blob)
