@@ -5,6 +5,7 @@ with runs SIGKILLed while running or around the SQL transaction, then retried.""
 
 from __future__ import annotations
 
+import json
 import socket
 import uuid
 from collections import Counter
