@@ -22,11 +22,14 @@ DRIVER_PACKAGES = {"postgresql": "psycopg[binary]", "postgresql+psycopg": "psyco
 
 
 def redact(url: Optional[str]) -> str:
-    """A database URL without its password (descriptions end up in the UI)."""
+    """A database or NATS URL without its password or token (descriptions end up in the UI
+    and logs)."""
     if not url or "@" not in url or "://" not in url:
         return str(url)
     scheme, rest = url.split("://", 1)
     creds, host = rest.rsplit("@", 1)
+    if ":" not in creds and scheme.startswith(("nats", "tls", "ws")):  # NATS: a bare user info is a token
+        return f"{scheme}://***@{host}"
     return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
 
 

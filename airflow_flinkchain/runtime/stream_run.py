@@ -16,6 +16,7 @@ Three steps, the same for `execute()`, `execute_local()` and the Airflow tasks:
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
@@ -31,7 +32,7 @@ from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST
                                                              new_stream_id, operator_file, published_part_name,
                                                              sink_dir, stream_id_of, write_json)
 from airflow_flinkchain.runtime.exchange.checkpoint_check import all_files, verify_checkpoint
-from airflow_flinkchain.runtime.exchange.layout import Location, replace
+from airflow_flinkchain.runtime.exchange.layout import Location, move, replace_tree
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
 HISTORY = 100
@@ -243,7 +244,7 @@ class ChainStreamStep:
                "sinks": self.sinks, "files": files}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
-        replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
+        replace_tree(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
         return doc
 
     def staged_outputs(self, outputs: list) -> list:
@@ -261,7 +262,7 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     commit point), then the file sinks are published. Returns the manifest. Done again
     after an interruption (a retried commit step), it finishes what the first try began."""
     area = run.area
-    latest = area.read_latest()
+    latest, version = area.read_latest_versioned()
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
         publish_sinks(area, latest["checkpoint"], current_sinks(job))
@@ -271,10 +272,11 @@ def commit_stream_run(job, run: StreamRun) -> dict:
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
                              "of one stream are refused (Airflow: max_active_runs=1)")
     staged = area.run(run.run_id)
-    if not staged.exists():
-        moved = _moved_but_not_pointed_at(area, run, latest)
-        if moved is not None:
-            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, moved, latest))
+    # moved into place before an interruption (on an object store the staging may still be
+    # partly there: its copy finished, its deletion did not)
+    moved = _moved_but_not_pointed_at(area, run, latest)
+    if moved is not None:
+        return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, moved, latest, version))
     docs, files = {}, {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
@@ -303,9 +305,31 @@ def commit_stream_run(job, run: StreamRun) -> dict:
         if staged.join(leftover).exists():
             staged.join(leftover).delete()
     write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
+    _claim(area, run, n)
     final = area.checkpoint(n)
-    final.fs.move(staged.path, final.path)
-    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, n, latest))
+    move(staged, final)  # on an object store a copy, the manifest last
+    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, n, latest, version))
+
+
+def _concurrent(run: StreamRun, what: str) -> StreamRunError:
+    return StreamRunError(f"stream run {run.run_id!r} of the stream in {run.checkpoint_dir!r}: {what} by another run "
+                          "while this run was going on; concurrent runs of one stream are refused (Airflow: "
+                          "max_active_runs=1); this run committed nothing - start a new run")
+
+
+def _claim(area: CheckpointArea, run: StreamRun, n: int) -> None:
+    """Create checkpoint n's claim (if absent): of two runs about to write into chk-n, one is refused."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict, conditional_store
+
+    claim = area.claim(n)
+    store = conditional_store(claim)
+    mine = json.dumps({"run_id": run.run_id, "base": run.base}).encode()
+    try:
+        store.create_if_absent(claim, mine)
+    except CommitConflict:
+        data, _ = store.read(claim)
+        if data != mine:  # this run's own claim, from a try interrupted before its pointer
+            raise _concurrent(run, f"checkpoint {area.checkpoint_name(n)} was claimed") from None
 
 
 def _confirm_sources(job, checkpoint_dir: str, manifest: dict) -> dict:
@@ -347,14 +371,23 @@ def _history_with(latest: Optional[dict], run_id: str, n: int) -> list:
     return [list(h) for h in list(history.items())[-HISTORY:]]
 
 
-def _point_at(area: CheckpointArea, job, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
-    """The commit point (the pointer), then the publication and the retention."""
-    area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
-                       "seq": run.seq, "history": _history_with(latest, run.run_id, n)})
+def _point_at(area: CheckpointArea, job, run: StreamRun, n: int, latest: Optional[dict],
+              version: Optional[str]) -> dict:
+    """The commit point (the pointer, replaced only if it is still the version read), then
+    the publication and the retention."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict
+
+    try:
+        area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
+                           "seq": run.seq, "history": _history_with(latest, run.run_id, n)}, version)
+    except CommitConflict:
+        raise _concurrent(run, "the stream's latest checkpoint was replaced") from None
     publish_sinks(area, n, current_sinks(job))
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
+            if area.claim(old).exists():
+                area.claim(old).delete()
     _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
     return area.manifest(n)
 

@@ -22,14 +22,21 @@ from airflow_flinkchain.runtime.connectors.base import ConnectorContext, registe
 from airflow_flinkchain.runtime.connectors.published import (BatchRun, BatchTableSink, Publication,
                                                             register_batch_writer, register_publisher)
 from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
+from airflow_flinkchain.runtime.exchange.storage import delta_storage_options
+
+
+def storage_of(table: Any) -> Optional[dict]:
+    """delta-rs storage options of a DeltaSink / DeltaSource: the storage layer's credentials
+    and endpoint, safe (conditional) commits on S3, then the descriptor's own options."""
+    return delta_storage_options(table.path, table.storage_options)
 
 
 def open_table(sink: DeltaSink) -> Optional[Any]:
     from deltalake import DeltaTable
 
-    if not DeltaTable.is_deltatable(sink.path, storage_options=sink.storage_options):
+    if not DeltaTable.is_deltatable(sink.path, storage_options=storage_of(sink)):
         return None
-    return DeltaTable(sink.path, storage_options=sink.storage_options)
+    return DeltaTable(sink.path, storage_options=storage_of(sink))
 
 
 def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
@@ -71,7 +78,7 @@ def append_or_merge(sink: DeltaSink, data: Any, table: Any, props: Any, merge: b
 
     if table is None or not merge:
         write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
         return
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
     (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
@@ -142,10 +149,10 @@ def write_delta_run(sink: DeltaSink, rows: list, run: BatchRun) -> dict:
     partition_by = list(sink.partition_by or ()) or None
     if table is None:
         write_deltalake(sink.path, data, mode="append", partition_by=partition_by,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
     else:
         write_deltalake(sink.path, data, mode="overwrite", predicate=predicate, partition_by=partition_by,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
     return {**done, "records": data.num_rows, "version": open_table(sink).version()}
 
 
@@ -162,10 +169,10 @@ class DeltaVersions:
     def _table(self, version: Optional[int] = None):
         from deltalake import DeltaTable
 
-        if not DeltaTable.is_deltatable(self.source.path, storage_options=self.source.storage_options):
+        if not DeltaTable.is_deltatable(self.source.path, storage_options=storage_of(self.source)):
             raise LookupError(f"{self.where}: no Delta table at {self.source.path!r}; create it first (e.g. with a "
                               "DeltaSink) or fix the path")
-        return DeltaTable(self.source.path, version=version, storage_options=self.source.storage_options)
+        return DeltaTable(self.source.path, version=version, storage_options=storage_of(self.source))
 
     def initial_position(self, split_id: str) -> int:
         return 0

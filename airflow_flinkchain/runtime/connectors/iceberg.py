@@ -32,10 +32,13 @@ COMMIT_TRIES = 5
 def load_catalog(sink: IcebergSink, label: str):
     from pyiceberg.catalog import load_catalog as load
 
+    from airflow_flinkchain.runtime.exchange.storage import iceberg_io_properties
+
+    io = iceberg_io_properties()  # the storage layer's S3 settings for pyiceberg's pyarrow FileIO
     try:
         if isinstance(sink.catalog, str):
-            return load(sink.catalog)
-        return load(sink.catalog_name, **{k: str(v) for k, v in sink.catalog.items() if k != "name"})
+            return load(sink.catalog, **io)
+        return load(sink.catalog_name, **io, **{k: str(v) for k, v in sink.catalog.items() if k != "name"})
     except Exception as exc:  # pyiceberg raises ValueError, SQLAlchemy and driver errors alike
         raise RuntimeError(f"{label}: cannot open Iceberg catalog {sink.catalog_name!r} of {sink.describe()} "
                            f"({type(exc).__name__}: {exc}); check the catalog properties (type, uri, warehouse) "

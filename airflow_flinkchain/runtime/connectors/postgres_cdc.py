@@ -51,15 +51,23 @@ class PostgresCdcSplits:
     def __init__(self, source: PostgresCdcSource):
         self.source = source
         self.split = source.slot_name
-        self.where = f"PostgresCdcSource({_redact(source.url)}, slot {source.slot_name!r})"
+        at = f"connection {source.conn_id}" if source.conn_id else _redact(source.url)
+        self.where = f"PostgresCdcSource({at}, slot {source.slot_name!r})"
         self.scope: Optional[str] = None  # the stream reading it (set by stream runs)
 
     # -- connections ---------------------------------------------------------------------
+    def _url(self) -> str:
+        """libpq's URL: `url`, or the one the chain task handed over for `conn_id` (a SQLAlchemy
+        URL, its driver suffix dropped)."""
+        from airflow_flinkchain.runtime.connectors.sql import resolve_url
+
+        return libpq_url(resolve_url(self.source.url, self.source.conn_id, self.where))
+
     def _connect(self, replication: bool = False):
         psycopg2 = _psycopg2()
         kw = {"replication": "database"} if replication else {}
         try:
-            conn = psycopg2.connect(libpq_url(self.source.url), connect_timeout=10, options=SESSION_OPTIONS, **kw)
+            conn = psycopg2.connect(self._url(), connect_timeout=10, options=SESSION_OPTIONS, **kw)
         except psycopg2.OperationalError as exc:
             text = str(exc).strip()
             if replication and "replication" in text:

@@ -171,6 +171,8 @@ def restore_checkpoint(area: CheckpointArea, n: int) -> dict:
     for later in area.checkpoints():
         if later > n:
             area.checkpoint(later).delete()
+            if area.claim(later).exists():
+                area.claim(later).delete()
             deleted.append(area.checkpoint_name(later))
     stream_id = stream_id_of(manifest)
     for sink in manifest["sinks"].values():
@@ -184,7 +186,7 @@ def restore_checkpoint(area: CheckpointArea, n: int) -> dict:
                 deleted.append(path)
     pointer = {"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": manifest["run_id"],
                "base": manifest["base"], "seq": manifest["seq"], "history": [list(h) for h in history.items()]}
-    area.write_latest(pointer)
+    area.write_latest(pointer, area.latest_version())
     return {"pointer": pointer, "deleted": deleted}
 
 

@@ -114,10 +114,25 @@ class CheckpointArea:
 
     def read_latest(self) -> Optional[dict]:
         """The pointer to the latest committed checkpoint; None before the first commit."""
+        return self.read_latest_versioned()[0]
+
+    def read_latest_versioned(self) -> tuple[Optional[dict], Optional[str]]:
+        """(the pointer, its version for `write_latest`), (None, None) before the first commit."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
         loc = self.latest()
-        if not loc.exists():
-            return None
-        return self.read_doc(loc, "the stream's pointer to its latest checkpoint")
+        try:
+            data, token = conditional_store(loc).read(loc)
+        except OSError as exc:
+            raise CheckpointFileError(f"the stream's pointer to its latest checkpoint {loc.uri} cannot be read "
+                                      f"({exc}): {way_out(self.root.uri)}") from exc
+        if data is None:
+            return None, None
+        try:
+            return json.loads(data), token
+        except ValueError as exc:
+            raise CheckpointFileError(f"the stream's pointer to its latest checkpoint {loc.uri} is damaged "
+                                      f"({type(exc).__name__}: {exc}): {way_out(self.root.uri)}") from exc
 
     def read_doc(self, loc: Location, what: str) -> Any:
         """A JSON document of this area (manifest, chain document, run document)."""
@@ -126,13 +141,25 @@ class CheckpointArea:
     def manifest(self, n: int) -> dict:
         return self.read_doc(self.checkpoint(n).join(MANIFEST), f"the manifest of checkpoint {self.checkpoint_name(n)}")
 
-    def write_latest(self, doc: dict) -> None:
-        """Replace the pointer: written aside, then renamed over the old one (one rename:
-        atomic on POSIX and HDFS; a single PUT on object stores)."""
+    def latest_version(self) -> Optional[str]:
+        """The pointer's version as it is now, readable or not (an operator's restore replaces it)."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
+        return conditional_store(self.latest()).read(self.latest())[1]
+
+    def write_latest(self, doc: dict, token: Optional[str]) -> None:
+        """Replace the pointer read as version `token` (None: there was none), the commit point:
+        a conditional write (`conditional`), so of two runs committing at once one is refused
+        (CommitConflict)."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
         final = self.latest()
-        tmp = final.sibling(f".{LATEST}.{uuid.uuid4().hex[:8]}")
-        tmp.write_text(json.dumps(doc, indent=1))
-        final.fs.move(tmp.path, final.path)
+        conditional_store(final).write(final, json.dumps(doc, indent=1).encode(), token)
+
+    def claim(self, n: int) -> Location:
+        """The object a run creates (if absent) before it moves its staging to checkpoint n: two
+        runs never write into one checkpoint directory."""
+        return self.root.join("_claims", self.checkpoint_name(n) + ".json")
 
     def shared(self) -> Location:
         """Key-group files referenced by the retained checkpoints (see SubtaskCheckpointFiles)."""
