@@ -107,7 +107,7 @@ def _resolve_in_fresh_venv(args: list[str], where: Path) -> tuple[dict[str, str]
     report = where / "report.json"
     done = subprocess.run([sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install",
                            "--dry-run", "--quiet", "--disable-pip-version-check", "--report", str(report), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)  # 30-60 s each when the machine is idle
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)  # 30-60 s each on an idle machine
     output = done.stdout + done.stderr
     if done.returncode != 0:
         if any(s in output for s in ("NewConnectionError", "Temporary failure in name resolution",
