@@ -50,17 +50,20 @@ def local_table_root(path: str) -> Optional[str]:
 
 
 def pyarrow_dataset(table: Any, path: str):
-    """The pyarrow dataset of a Delta table (`table` opened at `path`). A local table is read
-    through pyarrow's own LocalFileSystem: deltalake's default filesystem is a Python handler
-    whose buffers are Python objects, and a pre-buffered Parquet read can release the last of
-    them on an Arrow I/O thread while the interpreter exits, which aborts the process
-    ("terminate called without an active exception", exit 134; apache/arrow#34314)."""
-    root = local_table_root(path)
-    if root is None:
-        return table.to_pyarrow_dataset()
+    """The pyarrow dataset of a Delta table (`table` opened at `path`), read through a native
+    pyarrow filesystem (the storage layer's, for object stores): deltalake's default filesystem
+    is a Python handler whose buffers are Python objects, and a pre-buffered Parquet read can
+    release the last of them on an Arrow I/O thread while the interpreter exits, which aborts
+    the process ("terminate called without an active exception", exit 134; apache/arrow#34314)."""
     import pyarrow.fs as pafs
 
-    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()))
+    root = local_table_root(path)
+    if root is not None:
+        return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()))
+    from airflow_flinkchain.runtime.exchange.layout import Location
+
+    loc = Location(path)
+    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(loc.path, loc.fs))
 
 
 def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
