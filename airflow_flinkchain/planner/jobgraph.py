@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from airflow_flinkchain.planner.vectorized import runs_vectorized
+from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized
 from airflow_flinkchain.graph.model import Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 
@@ -102,7 +102,8 @@ class JobGraph:
          "chains": [{"id", "name", "parallelism", "slot_sharing_group",
                      "in_edges", "out_edges",
                      "operators": [{"id", "key", "name", "uid", "kind",
-                                    "parallelism", "chaining_strategy", "vectorized"}]}],
+                                    "parallelism", "chaining_strategy", "vectorized",
+                                    "per_record_reason"}]}],
          "edges": [{"id", "source", "target", "source_operator", "target_operator",
                     "partitioner", "output_tag", "selected_names"}],
          "chained_edges": [{"id", "chain", "source_operator", "target_operator",
@@ -153,4 +154,6 @@ def _operator_dict(g: StreamGraph, n: StreamNode) -> dict[str, Any]:
         "parallelism": n.parallelism,
         "chaining_strategy": n.chaining_strategy.value,
         "vectorized": runs_vectorized(g, n),
+        # why a reduce, window or timestamp assigner runs per record (None: vectorized, or another kind)
+        "per_record_reason": per_record_reason(g, n),
     }
