@@ -96,12 +96,33 @@ def files_schema(fs: Any, files: list) -> tuple:
         schema = pa.schema([field.remove_metadata().with_nullable(True) for field in schema])  # files differ in that
         if first is None:
             first = (f, schema)
-        elif not schema.equals(first[1]):
+            continue
+        merged = _merged(first[1], schema)
+        if merged is None:
             return None, f"its files' schemas differ ({first[0]}: {_fields(first[1])}; {f}: {_fields(schema)})"
+        first = (first[0], merged)
     schema = first[1]
     if TS_COLUMN in schema.names or len(set(schema.names)) != len(schema.names):
         return None, f"its files' fields {schema.names} repeat a name or use the reserved {TS_COLUMN!r}"
     return schema, None
+
+
+def _merged(a: Any, b: Any) -> Any:
+    """The schema of two files' rows: the same fields in the same order, of the same types; a
+    field of null type (a column of nulls only) takes the other file's type. None if they differ."""
+    import pyarrow as pa
+
+    if a.names != b.names:
+        return None
+    fields = []
+    for fa, fb in zip(a, b):
+        if fa.type.equals(fb.type) or pa.types.is_null(fb.type):
+            fields.append(fa)
+        elif pa.types.is_null(fa.type):
+            fields.append(fb)
+        else:
+            return None
+    return pa.schema(fields)
 
 
 def _fields(schema: Any) -> str:
