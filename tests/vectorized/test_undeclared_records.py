@@ -51,3 +51,29 @@ def test_records_after_the_typed_edge_are_the_files_rows(tmp_path):
     key = repr
     assert sorted(map(key, got)) == sorted(map(key, want))
     assert [list(r) for r in got] == [list(COLUMNS)] * 6  # the files' field order
+
+
+def test_a_file_changed_since_the_run_started_fails_the_source_naming_it(tmp_path):
+    """The run's plan recorded the files' schema when it started; a file read later with other
+    fields fails the source with the fix, not the exchange with a type error."""
+    import pytest
+
+    from airflow_flinkchain.runtime.connectors.parquet_batches import ParquetBatchReader
+
+    src = tmp_path / "in"
+    src.mkdir()
+    pq.write_table(pa.table({"k": ["a"], "v": [1]}), src / "a.parquet")
+    read = with_inferred_types(_plan(src)).stream_graph.inferred_types
+    (schema,) = read.values()
+    pq.write_table(pa.table({"k": ["a"], "v": ["now a string"]}), src / "a.parquet")
+    reader = ParquetBatchReader(ParquetSource(str(src)), str(src), [str(src / "a.parquet")], "source 'src'", 1,
+                                schema)
+    with pytest.raises(ValueError, match=r"source 'src': file .*a\.parquet has fields \(k string, v string\) but "
+                                         r"the run started with files of \(k string, v int64\)"):
+        list(reader.read(0, iter(())))
+
+
+def _plan(src):
+    p = StreamPipeline("changed", runtime_mode="batch")
+    p.from_source(ParquetSource(str(src)), name="src").key_by(lambda r: r["k"]).sum("v").collect("out")
+    return p.plan()

@@ -41,6 +41,7 @@ class FileSourceReader(SourceReader):
         self.descriptor = descriptor
         self.path = ctx.path
         self.label = ctx.label
+        self.read_schema = ctx.read_schema
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         from pyspark.sql import functions as F
@@ -94,7 +95,7 @@ class FileSourceReader(SourceReader):
         files = direct_files(self.descriptor, self.path)
         if files is None:
             return self
-        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism)
+        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism, self.read_schema)
 
 
 @register_sink(FileSink)

@@ -107,6 +107,18 @@ def files_schema(fs: Any, files: list) -> tuple:
     return schema, None
 
 
+def check_file_schema(read: Any, schema: Any, path: str, label: str) -> None:
+    """A file read by a run must fit the schema the run's plan recorded when it started."""
+    import pyarrow as pa
+
+    schema = pa.schema([f.remove_metadata().with_nullable(True) for f in schema])
+    merged = _merged(read, schema)
+    if merged is None or not merged.equals(read):
+        raise ValueError(f"{label}: file {path} has fields ({_fields(schema)}) but the run started with files of "
+                         f"({_fields(read)}): the files changed during the run. Clear the pipeline's setup task "
+                         "to read them again, or declare output_type on the source")
+
+
 def _merged(a: Any, b: Any) -> Any:
     """The schema of two files' rows: the same fields in the same order, of the same types; a
     field of null type (a column of nulls only) takes the other file's type. None if they differ."""

@@ -87,7 +87,8 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
                       "label": f"operator {src.name!r} writing edge {e!r}"}
     def context(node, label: str) -> ConnectorContext:
         path = _path_of(node, overrides) if isinstance(getattr(node.function, "path", None), str) else None
-        return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism)
+        return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism,
+                                g.inferred_types.get(node.id))
 
     def sink(node):
         stage = (overrides.get(node.key) or {}).get("stage")  # a published sink in a stream run
