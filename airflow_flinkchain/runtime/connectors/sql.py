@@ -38,16 +38,22 @@ def conn_url_env(conn_id: str) -> str:
     return "FLINKCHAIN_SECRET_URL_" + re.sub(r"[^A-Za-z0-9]", "_", conn_id).upper()
 
 
-def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
-    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`; its
-    driver checked (an error naming `where` and the package to install)."""
+def connection_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """`url`, or the URI the chain task handed over for the Airflow connection `conn_id`."""
     url = url or os.environ.get(conn_url_env(conn_id))
     if url:
-        check_driver(url, where)
         return url
     env = conn_url_env(conn_id)
     raise RuntimeError(f"{where}: conn_id={conn_id!r} is an Airflow connection, resolved by the Airflow chain "
-                       f"task; outside Airflow set ${env} to its SQLAlchemy URL or pass url= instead")
+                       f"task; outside Airflow set ${env} to its URI or pass url= instead")
+
+
+def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`; its
+    driver checked (an error naming `where` and the package to install)."""
+    url = connection_url(url, conn_id, where)
+    check_driver(url, where)
+    return url
 
 
 @register_source(SqlSource)
