@@ -41,6 +41,7 @@ class FileSourceReader(SourceReader):
         self.descriptor = descriptor
         self.path = ctx.path
         self.label = ctx.label
+        self.read_schema = ctx.read_schema
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         from pyspark.sql import functions as F
@@ -99,7 +100,7 @@ class FileSourceReader(SourceReader):
 
                 return ArrowFileReader(self.descriptor, self.path, self.label, parallelism)
             return self
-        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism)
+        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism, self.read_schema)
 
 
 @register_sink(FileSink)

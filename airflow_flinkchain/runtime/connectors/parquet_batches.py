@@ -51,13 +51,15 @@ class ParquetBatchReader(SourceReader):
 
     plain_values = True
 
-    def __init__(self, descriptor: Any, path: str, files: list, label: str, parallelism: int):
+    def __init__(self, descriptor: Any, path: str, files: list, label: str, parallelism: int,
+                 read_schema: Any = None):
         self.path = path
         self.files = files
         self.schema = descriptor.schema
         self.monitor = descriptor.monitor
         self.label = label
         self.parallelism = parallelism
+        self.read_schema = read_schema  # the files' schema the run's plan recorded (inferred_types)
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         return None  # the subtasks read by themselves
@@ -66,6 +68,11 @@ class ParquetBatchReader(SourceReader):
         """[(ParquetFile, first row, end row)]: the subtask's splits (`file_splits`)."""
         fs = Location(self.path).fs
         metas = [pq.ParquetFile(fs.open_input_file(f)) for f in self.files]
+        if self.read_schema is not None:
+            from airflow_flinkchain.runtime.connectors.inferred_types import check_file_schema
+
+            for f, m in zip(self.files, metas):
+                check_file_schema(self.read_schema, m.schema_arrow, f, self.label)
         pieces = subtask_pieces([m.metadata.num_rows for m in metas], subtask, self.parallelism)
         return [(metas[i], lo, hi) for i, lo, hi in pieces]
 

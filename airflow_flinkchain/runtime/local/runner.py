@@ -49,6 +49,7 @@ from airflow_flinkchain.runtime.local.exchange import LocalChannelWriter, Memory
 from airflow_flinkchain.runtime.pipeline_run import (ChainRunError, PipelineResult, run_id_for, deliver_collected,
                                                      render_overrides, template_context, topological_chains)
 from airflow_flinkchain.runtime.stream_run import ChainStreamStep, begin_stream_run, commit_stream_run, stream_result
+from airflow_flinkchain.runtime.connectors.inferred_types import with_inferred_types
 from airflow_flinkchain.runtime.stream_task import check_output_types, edge_record_type, run_stream_task
 
 
@@ -61,6 +62,7 @@ def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict
     job = pipeline.plan()
     run_id = run_id_for(job.pipeline, run_id)
     overrides = render_overrides(job, {**template_context(run_id, job.pipeline), **(context or {})})
+    job = with_inferred_types(job, overrides)  # undeclared Parquet sources: their files' schema
     plan_bytes = dumps_plan(job)
     exchange = MemoryExchange()
     result = PipelineResult(job.pipeline, run_id, None)
