@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.core.memory import MemoryChannelWriter
 from airflow_flinkchain.runtime.exchange.dataset import _Dumps
+from airflow_flinkchain.runtime.exchange.handoff import ACTIVE, IDLE, NO_MARKS, ChannelMarks
 from airflow_flinkchain.runtime.exchange.schema import batch_to_records, parse_output_type, records_to_batch
 
 
@@ -71,19 +72,20 @@ class LocalChannelWriter(MemoryChannelWriter):
             elements[i] = StreamRecord(value, t)
 
     def channel(self, k: int) -> "MemoryInputChannel":
-        return MemoryInputChannel(self.channels.get(k, []), pickled=self.schema is None)
+        return MemoryInputChannel(self.channels.get(k, []), pickled=self.schema is None, dataset=self.edge_id)
 
 
 class MemoryInputChannel:
     """One input channel of a downstream subtask, read as an exchange file is read:
     bare values for records without a timestamp, StreamRecord(value, ts), Watermark(ts)."""
 
-    def __init__(self, elements: list, pickled: bool):
+    def __init__(self, elements: list, pickled: bool, dataset: str = ""):
         self._elements = elements
         self.pickled = pickled
+        self.dataset = dataset
         self.watermarks = any(type(el) is Watermark or type(el) is WatermarkStatus for el in elements)
-        # idle at its start (an upstream subtask that saw no record): left out of the valve from the start
-        self.initially_idle = bool(elements) and type(elements[0]) is WatermarkStatus and elements[0].idle
+        self.marks = _channel_marks(elements) if self.watermarks else NO_MARKS
+        self.initially_idle = self.marks.initially_idle
 
     def elements(self) -> Iterator:
         loads = pickle.loads if self.pickled else None
@@ -93,6 +95,20 @@ class MemoryInputChannel:
                 yield value if el.timestamp is None else StreamRecord(value, el.timestamp)
             else:
                 yield el
+
+
+def _channel_marks(elements: list) -> ChannelMarks:
+    """The `ChannelMarks` of a channel's elements: its watermarks and statuses with the records before each."""
+    marks, records = [], 0
+    for el in elements:
+        t = type(el)
+        if t is StreamRecord:
+            records += 1
+        elif t is WatermarkStatus:
+            marks.append((records, IDLE if el.idle else ACTIVE))
+        else:
+            marks.append((records, el.timestamp))
+    return ChannelMarks(marks, records)
 
 
 class MemoryExchange:
