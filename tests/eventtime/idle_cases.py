@@ -17,6 +17,7 @@ from airflow_flinkchain.common import Duration, WatermarkStrategy
 from airflow_flinkchain.functions import KeyedProcessFunction, ProcessWindowFunction
 from airflow_flinkchain.io.sources import FileSource, TextLineFileSource
 from airflow_flinkchain.window import EventTimeSessionWindows
+from tests.streamruns.partitioned_log import PartitionedLog, append
 
 LATE = OutputTag("late")
 
@@ -33,7 +34,11 @@ def make_rows(n: int, seed: int, first_id: int = 0, start: int = 0) -> list[dict
 
 
 def write(path, rows: list[dict], fmt: str) -> None:
-    if fmt == "parquet":
+    """`rows` into the file `path` as `fmt`; "log": appended to partition "p0" of the
+    `PartitionedLog` in the directory `path.parent`."""
+    if fmt == "log":
+        append(str(path.parent), "p0", [(r["i"], r["k"], r["t"]) for r in rows])
+    elif fmt == "parquet":
         pq.write_table(pa.Table.from_pylist(rows), str(path))
     elif fmt == "json":
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -43,6 +48,11 @@ def write(path, rows: list[dict], fmt: str) -> None:
 
 def event_time(row: Any, _previous: Any) -> int:
     return row["t"]
+
+
+def from_log(record: tuple) -> dict:
+    i, k, t = record
+    return {"i": i, "k": k, "t": t}
 
 
 def parse_line(line: str) -> dict:
@@ -66,10 +76,11 @@ class Session(ProcessWindowFunction):
 def add_branch(p: StreamPipeline, path: str, fmt: str, parallelism: int, name: str, monitor: bool = False) -> None:
     """Source (at `parallelism`) -> timestamps -> keyed: `{name}.marks`, `{name}.sessions`,
     `{name}.late`."""
-    descriptor = TextLineFileSource(path) if fmt == "text" else FileSource(path, fmt, monitor=monitor)
+    descriptor = {"text": lambda: TextLineFileSource(path), "log": lambda: PartitionedLog(directory=path)}.get(
+        fmt, lambda: FileSource(path, fmt, monitor=monitor))()
     source = p.from_source(descriptor, name=f"{name}.src").uid(f"{name}.src").set_parallelism(parallelism)
-    if fmt == "text":
-        source = source.map(parse_line).set_parallelism(parallelism)
+    if fmt in ("text", "log"):
+        source = source.map(parse_line if fmt == "text" else from_log).set_parallelism(parallelism)
     timed = source.assign_timestamps_and_watermarks(
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(100)).with_timestamp_assigner(event_time)
     ).uid(f"{name}.ts").set_parallelism(parallelism)
@@ -94,8 +105,9 @@ def watermark_differences(marks: dict, reference: dict, first: int) -> list:
 
 
 def stream_runs(directory, checkpoint_dir: str, fmt: str, parallelism: int, execute, files: int = 3) -> tuple:
-    """Stream runs over a monitored directory, each after one more file arrived (the last run
-    drains): the branch's `outputs` over all runs."""
+    """Stream runs over a monitored directory (or a `PartitionedLog` with one partition: fmt
+    "log"), each after one more file (more records) arrived; the last run drains: the branch's
+    `outputs` over all runs."""
     marks: dict = {}
     sessions: Counter = Counter()
     late: list = []

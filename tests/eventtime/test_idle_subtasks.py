@@ -61,10 +61,11 @@ def test_fewer_text_files_than_subtasks(tmp_path, parallelism):
 
 
 @pytest.mark.parametrize("parallelism", (2, 3))
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS + ("log",))
 def test_stream_runs_where_a_subtask_has_nothing_new(tmp_path, fmt, parallelism):
     """A monitored directory, one new file per run: one subtask reads it, the others have nothing
-    new in any run."""
+    new in any run. "log": an `UnboundedSource` with one split (a log partition): the other
+    subtasks have no split."""
     def execute(p, run_id, drain):
         return p.execute_local(run_id=run_id, drain=drain)
 

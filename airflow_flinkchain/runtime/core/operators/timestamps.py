@@ -12,7 +12,9 @@ Watermarks from upstream are swallowed, except the final MAX watermark.
 Splits: chained to a source whose subtask reads several splits (files, or pieces of
 them) one after another, the watermark is generated per split as Flink's
 `from_source(source, watermark_strategy)` does, and combined as a WatermarkValve
-combines channels (`start_split`): a record in order within its split is never late.
+combines channels (`start_split`): a record in order within its split is never late. A
+source subtask without a split, or reading a piece of a file another subtask began, marks
+its output idle so that it does not hold the watermark downstream back (`read_splits`).
 
 Batches (`process_batch`, when the assigner reads one field: planner/vectorized.py): an integer
 column without nulls stamps the batch's `_ts` at once, and the built-in bounded generators'
