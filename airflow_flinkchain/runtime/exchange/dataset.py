@@ -293,7 +293,7 @@ class ChannelFile:
             zlib.decompress(base64.b64decode(packed)), dtype="<i8").reshape(-1, 2)
         self._watermarks = meta.get("watermarks") or []
         self.records = meta["records"]
-        self.marks = ChannelMarks(self._watermarks, self.records)  # statuses: exchange/handoff.py
+        self.marks = ChannelMarks.of_pairs(self._watermarks, self.records)  # statuses: exchange/handoff.py
         self.initially_idle = self.marks.initially_idle
 
     @property

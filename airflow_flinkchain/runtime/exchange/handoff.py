@@ -18,6 +18,7 @@ subtask's state from the start:
 from __future__ import annotations
 
 from collections import deque
+from itertools import takewhile
 from typing import Any, Iterable, Iterator, Sequence
 
 from airflow_flinkchain.runtime.core.elements import WatermarkStatus
@@ -27,26 +28,33 @@ IDLE, ACTIVE = "idle", "active"  # watermark statuses among a channel's stored m
 
 
 class ChannelMarks:
-    """What a channel's marks ([position, watermark or status] pairs; position: records before
-    it) say: `initially_idle`, `continues` (starts idle then active: the next piece of a split)
-    and `idle_tail` (elements from its final idle status, after its last record, to its end)."""
+    """What a channel's marks (watermarks as ints, statuses as IDLE / ACTIVE) before its first
+    record (`leading`) and after its last (`trailing`; both all of them when it has no record)
+    say: `initially_idle`, `continues` (starts idle then active: the next piece of a split) and
+    `idle_tail` (elements from its final idle status, after its last record, to its end)."""
 
     __slots__ = ("initially_idle", "continues", "idle_tail")
 
-    def __init__(self, marks: Sequence, records: int):
-        leading = [m for p, m in marks if p == 0 and type(m) is str] if marks else []
-        self.initially_idle = bool(leading) and leading[0] == IDLE
-        self.continues = leading[:2] == [IDLE, ACTIVE]
+    def __init__(self, leading: Sequence, trailing: Sequence):
+        statuses = [m for m in leading if type(m) is str]
+        self.initially_idle = bool(statuses) and statuses[0] == IDLE
+        self.continues = statuses[:2] == [IDLE, ACTIVE]
         self.idle_tail = 0
-        for index in range(len(marks) - 1, -1, -1):
-            position, mark = marks[index]
-            if type(mark) is str:
-                if mark == IDLE and position == records:
-                    self.idle_tail = len(marks) - index
+        for index in range(len(trailing) - 1, -1, -1):
+            if type(trailing[index]) is str:
+                if trailing[index] == IDLE:
+                    self.idle_tail = len(trailing) - index
                 break
 
+    @classmethod
+    def of_pairs(cls, marks: Sequence, records: int) -> "ChannelMarks":
+        """From stored [position, mark] pairs (position: the records before the mark)."""
+        leading = list(takewhile(lambda pm: pm[0] == 0, marks))
+        trailing = list(takewhile(lambda pm: pm[0] == records, reversed(marks)))[::-1]
+        return cls([m for _, m in leading], [m for _, m in trailing])
 
-NO_MARKS = ChannelMarks((), 0)
+
+NO_MARKS = ChannelMarks((), ())
 
 
 def merged_pairs(files: list, elements_of, valve: WatermarkValve) -> Iterator[tuple[int, Any]]:

@@ -17,6 +17,7 @@ edge, one per upstream subtask, in that order (see
 from __future__ import annotations
 
 import pickle
+from itertools import takewhile
 from typing import Any, Iterator, Optional
 
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark, WatermarkStatus
@@ -98,17 +99,12 @@ class MemoryInputChannel:
 
 
 def _channel_marks(elements: list) -> ChannelMarks:
-    """The `ChannelMarks` of a channel's elements: its watermarks and statuses with the records before each."""
-    marks, records = [], 0
-    for el in elements:
-        t = type(el)
-        if t is StreamRecord:
-            records += 1
-        elif t is WatermarkStatus:
-            marks.append((records, IDLE if el.idle else ACTIVE))
-        else:
-            marks.append((records, el.timestamp))
-    return ChannelMarks(marks, records)
+    """The `ChannelMarks` of a channel's elements: its marks before its first record and after its last."""
+    def marks(els: Iterator) -> list:
+        return [(IDLE if el.idle else ACTIVE) if type(el) is WatermarkStatus else el.timestamp
+                for el in takewhile(lambda el: type(el) is not StreamRecord, els)]
+
+    return ChannelMarks(marks(iter(elements)), marks(reversed(elements))[::-1])
 
 
 class MemoryExchange:
