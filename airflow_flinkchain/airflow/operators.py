@@ -27,6 +27,7 @@ import re
 import signal
 import time
 import uuid
+from datetime import datetime, timezone
 from typing import Any, Optional
 
 from airflow_flinkchain.airflow import paths
@@ -118,15 +119,19 @@ class ChainSubmitOperator(SparkSubmitOperator):
         where = f"pipeline {self.pipeline_spec.pipeline!r}, chain {chain.chain_id!r}"
         check_spark_connection(self.spark_conn_id, where)
         run = self._run = PipelineRun.from_context(context, self.pipeline_spec, self.area_suffix)
-        self._check_inputs(run, where)
-        # A previous attempt's metrics must not make a failed retry look successful.
-        stale = run.location(run.metrics_path(chain.chain_id))
-        if stale.exists():
-            stale.delete()
-        self.application_args = self._runtime_args(run)
-        self.log.info("%s: spark-submit %s %s", where, self.application, " ".join(self.application_args))
         started = time.time()
-        super().execute(context)
+        try:
+            self._check_inputs(run, where)
+            # A previous attempt's metrics must not make a failed retry look successful.
+            stale = run.location(run.metrics_path(chain.chain_id))
+            if stale.exists():
+                stale.delete()
+            self.application_args = self._runtime_args(run)
+            self.log.info("%s: spark-submit %s %s", where, self.application, " ".join(self.application_args))
+            super().execute(context)
+        except BaseException as exc:
+            self._record_failure(run, started, exc)
+            raise
         summary = self._summary = self._after_submit(run, started, where)
         self._annotate_asset_events(context, run, summary, where)
         return summary
@@ -213,6 +218,23 @@ class ChainSubmitOperator(SparkSubmitOperator):
             from airflow_flinkchain.airflow.stream_runs import check_begun
 
             check_begun(self.pipeline_spec, run, where)
+
+    def _record_failure(self, run: PipelineRun, started: float, exc: BaseException) -> None:
+        """The failed attempt in the run store, with the runtime's error (its metrics document,
+        with what was counted up to the failure) or, when the chain did not get to write one
+        (its inputs missing, spark-submit failing to start, the task killed), the task's."""
+        store = run_store()
+        if store is None:
+            return
+        doc = store_call("read_metrics", run.read_metrics, self.chain_spec.chain_id)
+        if not doc or doc.get("state") != "failed" or not doc.get("error"):
+            doc = {"attempt": str(run.try_number), "operators": [], "outputs": [], "spark_app_id": None,
+                   "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+                   "ended_at": datetime.now(timezone.utc).isoformat(),
+                   "error": str(exc) or type(exc).__name__}
+        doc = {**doc, "state": "failed", "run_id": run.run_id, "run_key": run.run_key, "dag_id": run.dag_id,
+               "chain": self.chain_spec.chain_id, "pipeline": self.pipeline_spec.pipeline}
+        store_call("record_attempt", store.record_attempt, doc, try_number=run.try_number)
 
     def _after_submit(self, run: PipelineRun, started: float, where: str) -> dict:
         metrics = run.read_metrics(self.chain_spec.chain_id)

@@ -160,10 +160,12 @@ def JsonLinesSource(path: str, schema: Any = None, monitor: bool = False, *, ass
 class SqlSource(Source):
     """The rows of `query` (SQLAlchemy; `params` bound), one dict per row, on one
     subtask. Give the database as a SQLAlchemy `url` or an Airflow `conn_id`.
-    `incremental_column` (stream runs): each run reads the rows whose column is
-    above the value the last run ended at, in that column's order; on PostgreSQL a
-    run first waits for the transactions in progress (one of them may commit a lower
-    value), elsewhere `settle` seconds (docs/stream-runs.md, "Sources").
+    `incremental_column` (stream runs; an integer identity column): each run reads
+    the rows not read before, in that column's order, without waiting for writers;
+    an id a transaction still in progress took is read by a later run once it
+    commits. `settle`: the longest (seconds) later runs look for such an id (None:
+    until every transaction in progress when it was missing has ended; 300 s where
+    transactions cannot be listed) (docs/connectors.md, "Incremental SQL reads").
 
     Examples:
         >>> SqlSource("select * from orders", url="postgresql://etl:secret@db/shop").describe()
@@ -174,17 +176,17 @@ class SqlSource(Source):
     url: Optional[str] = None
     conn_id: Optional[str] = None
     params: dict = field(default_factory=dict)
-    incremental_column: Optional[str] = None  # stream runs: each run reads the rows above the last value read
-    #: stream runs on databases other than PostgreSQL and SQLite: seconds between taking a
-    #: run's upper value and reading up to it, for writers that took a lower value to commit
-    settle: float = 0.0
+    incremental_column: Optional[str] = None  # stream runs: each run reads the rows not read before
+    #: stream runs: the longest an id gap stays open for a late commit, in seconds
+    settle: Optional[float] = None
     parallel = False
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.conn_id is None):
             raise ValueError(f"SqlSource({self.query!r}) needs exactly one of url= or conn_id=")
-        if isinstance(self.settle, bool) or not isinstance(self.settle, (int, float)) or self.settle < 0:
-            raise ValueError(f"SqlSource({self.query!r}): settle must be a number of seconds >= 0, "
+        if self.settle is not None and (isinstance(self.settle, bool) or not isinstance(self.settle, (int, float))
+                                        or self.settle < 0):
+            raise ValueError(f"SqlSource({self.query!r}): settle must be a number of seconds >= 0 or None, "
                              f"got {self.settle!r}")
         super().__post_init__()
 

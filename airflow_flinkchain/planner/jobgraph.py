@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from airflow_flinkchain.planner.vectorized import runs_vectorized
-from airflow_flinkchain.graph.model import Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
+from airflow_flinkchain.graph.model import OperatorKind, Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,8 @@ class JobGraph:
          "chains": [{"id", "name", "parallelism", "slot_sharing_group",
                      "in_edges", "out_edges",
                      "operators": [{"id", "key", "name", "uid", "kind",
-                                    "parallelism", "chaining_strategy", "vectorized"}]}],
+                                    "parallelism", "chaining_strategy", "vectorized",
+                                    sources and sinks: "connector", "incremental_column"}]}],
          "edges": [{"id", "source", "target", "source_operator", "target_operator",
                     "partitioner", "output_tag", "selected_names"}],
          "chained_edges": [{"id", "chain", "source_operator", "target_operator",
@@ -144,7 +145,7 @@ class JobGraph:
 
 
 def _operator_dict(g: StreamGraph, n: StreamNode) -> dict[str, Any]:
-    return {
+    d = {
         "id": n.id,
         "key": n.key,
         "name": n.name,
@@ -154,3 +155,11 @@ def _operator_dict(g: StreamGraph, n: StreamNode) -> dict[str, Any]:
         "chaining_strategy": n.chaining_strategy.value,
         "vectorized": runs_vectorized(g, n),
     }
+    if n.kind in (OperatorKind.SOURCE, OperatorKind.SINK):
+        # what its positions and outputs are (the Chains tab shows a source's range read as
+        # its users read it: an LSN range, stream sequences, table versions, column values)
+        d["connector"] = type(n.function).__name__
+        column = getattr(n.function, "incremental_column", None)
+        if column is not None:
+            d["incremental_column"] = column
+    return d

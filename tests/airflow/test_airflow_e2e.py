@@ -114,6 +114,13 @@ def test_failing_chain_fails_the_run_and_teardown_still_runs(airflow_home):
 
     store = RunStore(f"sqlite:///{os.path.join(env['AIRFLOW_HOME'], 'flinkchain_store.db')}")
     assert [r["state"] for r in store.list_runs("af_failing") if r["run_id"] == result["run_id"]] == ["failed"]
+    # The failed chain attempt is recorded with the runtime's error (the Chains tab shows it).
+    chains = {c["chain_id"]: c for c in store.get_run_metrics("af_failing", result["run_id"])["chains"]}
+    assert list(chains) == ["numbers"], chains
+    numbers = chains["numbers"]
+    assert numbers["state"] == "failed" and "seven is not allowed" in numbers["error"], numbers
+    assert "explode" in numbers["error"] and numbers["spark_app_id"], numbers
+    assert (numbers["attempt"], numbers["attempts"]) == ("1", 1), numbers
 
 
 def test_event_time_example_dag_matches_execute_local_and_shows_watermarks(airflow_home, tmp_path):

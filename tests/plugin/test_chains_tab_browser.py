@@ -12,7 +12,8 @@ import pytest
 
 from tests.plugin.browser import CHROMIUM, Browser
 from tests.plugin.dag_level_auth import OUTSIDER
-from tests.plugin.ui_stack import DAG, RUNS, STREAM_RUNS, UiStack, seed_store
+from tests.plugin.ui_stack import (CHAIN_ERROR, CHECKPOINT_DIR, DAG, FAILED_RUN, LONG_LINK, LONG_PATH, REFUSAL, REFUSED_RUN,
+                                   RUNS, SOURCES_RUN, STREAM_RUNS, UiStack, seed_store)
 
 pytestmark = [pytest.mark.airflow, pytest.mark.browser]
 
@@ -57,8 +58,8 @@ def stack(airflow_env, plugin_store_url, users):
         stack.stop()
 
 
-def signed_in(stack, token: str, width: int = 1280) -> Browser:
-    browser = Browser(width=width, height=800)
+def signed_in(stack, token: str, width: int = 1280, height: int = 800) -> Browser:
+    browser = Browser(width=width, height=height)
     browser.set_cookie(stack.base, "_token", token)  # what Airflow's login sets
     return browser
 
@@ -164,8 +165,8 @@ def test_times_layout_and_source_sink_links(stack, users):
             ["SOURCE", "read_orders", "read_orders"], ["SINK", "write_totals", "by_customer"],
             ["SINK", "write_rejects", "write_rejects"]], rows
         links = browser.eval(f"[...{DOC}.querySelectorAll('#endpoints a')].map(a => a.textContent)")
-        assert links == ["all assets"]
-        browser.click(f"{DOC}.querySelector('#endpoints a')")
+        assert links == [LONG_LINK, "all assets"]
+        browser.click(f"[...{DOC}.querySelectorAll('#endpoints a')].find(a => a.textContent === 'all assets')")
         browser.wait_for("location.pathname === '/assets'")
         # Run 1's plan has no links: the column is not shown.
         browser.eval("history.back()")
@@ -215,7 +216,11 @@ def test_stream_runs_drained_and_mid_stream_at_1400_px(stack, users):
         title = browser.eval(f"{DOC}.querySelector('#stream-run tbody tr td.read').title")
         assert title == "read_orders ORDERS [101, 250)\nread_orders ORDERS.audit at 40 (nothing new)", title
         box = browser.eval(f"{DOC}.querySelector('#chain-by_customer').innerText")
-        assert "watermark end of stream" in box and "Invalid" not in box, box
+        # the drain's boxes agree with its table: the operators' committed watermark is the end of
+        # the stream (the event time reached before the drain is in the title)
+        assert "watermark end of stream" in box and "Invalid" not in box and "2025-01-01" not in box, box
+        title = browser.eval(f"{DOC}.querySelector('#chain-by_customer .stat-watermark').title")
+        assert title.endswith("before the drain it had reached 2025-01-01 10:00:00.000 UTC"), title
         assert "not timed" in box and "0% · 0 ms" not in box, box
         assert browser.eval(RUN_FETCHES) == [drain]
 
@@ -257,3 +262,88 @@ def test_the_path_column_has_room_beside_the_links(stack, users):
             return {{path: at('Path'), links: at('Links'), ch}};
         }})()""")
         assert widths["path"] >= 30 * widths["ch"] and widths["path"] > widths["links"], widths
+
+
+FITS = f"""(() => {{
+    const d = {DOC}, width = d.documentElement.clientWidth;
+    const out = (e) => e.getBoundingClientRect().right > width + 0.5;
+    return {{table: out(d.querySelector('table.endpoints')), scroll: d.scrollingElement.scrollWidth > width,
+             links: [...d.querySelectorAll('#endpoints a')].filter(out).map(a => a.textContent)}};
+}})()"""
+
+
+def test_the_sources_and_sinks_table_fits_the_frame_at_1400_by_900(stack, users):
+    """A long asset name and a long output path wrap inside the frame: no link is clipped."""
+    with signed_in(stack, users["alice"], width=1400, height=900) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(RUNS[1], safe='')}")
+        wait_for_tab(browser, RUNS[1])
+        assert browser.eval(f"{DOC}.querySelector('#endpoints').innerText").count(LONG_PATH) == 1
+        assert browser.eval(FITS) == {"table": False, "scroll": False, "links": []}
+
+
+def test_a_refused_run_and_a_failed_chain_attempt_say_why(stack, users):
+    """A stream run refused by its setup task (a damaged checkpoint pointer) shows the reason the
+    run store has; a failed chain attempt shows its error in its box."""
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={REFUSED_RUN}")
+        wait_for_tab(browser, REFUSED_RUN)
+        summary = browser.eval(f"{DOC}.getElementById('run-summary').innerText")
+        assert "failed" in summary and REFUSAL in summary, summary
+        assert browser.eval(f"{DOC}.querySelector('#run-summary .run-error').textContent") == REFUSAL
+        choose_run(browser, FAILED_RUN)
+        wait_for_tab(browser, FAILED_RUN)
+        box = browser.eval(f"{DOC}.querySelector('#chain-read_orders').innerText")
+        assert "failed" in box and CHAIN_ERROR in box and "not run in this run" not in box, box
+        assert "1 chain attempts recorded, 1 failed" in browser.eval(f"{DOC}.getElementById('run-summary').innerText")
+
+
+def test_each_source_reads_as_its_users_read_it_and_kinds_are_whole(stack, users):
+    """The Stream run table gives a CDC source's LSN range, a NATS source's stream sequences per
+    subject, a Delta source's table versions, an incremental query's column range and a file
+    source's files, never a position's internals (the checkpoint directory); operator kinds
+    are shown whole."""
+    with signed_in(stack, users["alice"], width=1400) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={SOURCES_RUN}")
+        wait_for_tab(browser, SOURCES_RUN)
+        browser.wait_for(f"!{DOC}.getElementById('stream-run').hidden")
+        rows = browser.eval(f"[...{DOC}.querySelectorAll('#stream-run tbody tr')].map(r => r.cells[1].innerText)")
+        assert rows == ["cdc: LSN 0/16B3748 → 0/16B3990", "nats: orders.eu seq 101–250, orders.us seq 7",
+                        "delta: versions 3–5", "sql: order_id 120 < … ≤ 480", "files: 3 files"], rows
+        titles = browser.eval(f"[...{DOC}.querySelectorAll('#stream-run td.read')].map(c => c.title)")
+        assert titles[0] == "cdc LSN 0/16B3748 → 0/16B3990", titles
+        assert titles[1] == ("nats orders.eu seq 101–250\nnats orders.us seq 7\n"
+                             "nats orders.asia next seq 40 (nothing new)"), titles
+        assert titles[4] == "files file part-0.json\nfiles file part-1.json\nfiles file part-2.json", titles
+        assert CHECKPOINT_DIR not in browser.eval(f"{DOC}.documentElement.outerHTML")
+        kinds = browser.eval(f"""[...{DOC}.querySelectorAll('.operator .kind')].map(k => {{
+            const words = k.textContent.split(' ').map(word => {{
+                const probe = k.cloneNode(); probe.textContent = word;
+                probe.style.cssText = 'position:absolute;width:auto;white-space:nowrap;visibility:hidden';
+                k.parentNode.append(probe); const w = probe.getBoundingClientRect().width; probe.remove();
+                return w <= k.clientWidth + 0.5;
+            }});
+            return [k.title, k.textContent, words.every(Boolean), k.scrollWidth <= k.clientWidth];
+        }})""")
+        stamp = [k for k in kinds if k[0] == "timestamps_and_watermarks"]
+        assert stamp == [["timestamps_and_watermarks", "timestamps and watermarks", True, True]], kinds
+        assert all(k[2] and k[3] and k[1] == k[0].replace("_", " ") for k in kinds), kinds
+
+
+def test_after_the_session_expired_nothing_of_the_last_run_stays(stack, users):
+    """The session ends (the token no longer decodes) and another run is picked: the tab says
+    "Not signed in" and shows nothing of the run shown before."""
+    with signed_in(stack, users["alice"]) as browser:
+        browser.open(f"{stack.base}/dags/{DAG}/plugin/chains?run_id={quoted(STREAM_RUNS[1], safe='')}")
+        wait_for_tab(browser, STREAM_RUNS[1])
+        browser.wait_for(f"!{DOC}.getElementById('stream-run').hidden && !{DOC}.getElementById('endpoints').hidden")
+        browser.set_cookie(stack.base, "_token", "expired-session")
+        choose_run(browser, RUNS[0])
+        browser.wait_for(f"{APP}.dataset.ready === 'error'")
+        state = browser.eval(f"""(() => {{ const d = {DOC}; return {{
+            note: d.querySelector('#graph .error-box h2').textContent, chains: d.querySelectorAll('.chain').length,
+            summary: d.getElementById('run-summary').innerText, info: d.getElementById('plan-info').innerText,
+            stream: d.getElementById('stream-run').hidden && !d.querySelector('#stream-run table'),
+            endpoints: d.getElementById('endpoints').hidden && !d.querySelector('#endpoints tbody tr'),
+            edges: d.querySelectorAll('.edge-label, svg.edges').length}}; }})()""")
+        assert state == {"note": "Not signed in", "chains": 0, "summary": "", "info": "", "stream": True,
+                         "endpoints": True, "edges": 0}, state

@@ -33,6 +33,15 @@ RUNS = ("manual__run_1", "manual__run_2+late")  # run_2 is the latest; its id ne
 STREAM_RUNS = ("stream__slice", "stream__drain")
 MAX_WATERMARK = 9223372036854775807
 SLICE_WATERMARK = 1735725600000  # 2025-01-01 10:00:00 UTC
+# Runs in the store only that failed: a refused stream run (its setup task's reason), a run whose
+# chain attempt failed (the runtime's error), and a stream run reading one source of each kind.
+REFUSED_RUN, FAILED_RUN, SOURCES_RUN = "stream__refused", "manual__chain_failed", "stream__sources"
+REFUSAL = ("pipeline 'orders' setup, run 'stream__refused': the checkpoint pointer _latest.json is damaged "
+           "(not JSON); restore a checkpoint with `flinkchain checkpoints --restore N`")
+CHAIN_ERROR = "operator 'parse' in chain 'read_orders', subtask 1 (process): ValueError: bad record"
+CHECKPOINT_DIR = "/srv/flinkchain/checkpoints/orders_cdc"  # internal: never shown
+LONG_LINK = "file:///srv/airflow/flinkchain/output/orders/customer_totals_by_region_and_month/"
+LONG_PATH = "/srv/airflow/flinkchain/output/orders/customer_totals_by_region_and_month/part-000001-3f2a9c.parquet"
 
 
 def free_port() -> int:
@@ -58,12 +67,17 @@ def seed_store(store) -> None:
         store.record_attempt(metrics(dag_id=DAG, run_id=RUNS[0], chain=chain), try_number=1)
     store.finish_run(DAG, RUNS[0], ended_at="2025-01-01T10:01:00Z")
     # The second run's plan gives a sink a link, as an integration (e.g. Airflow assets) would.
+    # A source's asset is named by a long URI, a sink's output path is long: both wrap in the table.
     linked = plan()
-    sink = next(op for chain in linked["chains"] for op in chain["operators"] if op["key"] == "write_totals")
-    sink["links"] = [{"href": "assets", "text": "all assets"}]
+    ops = {op["key"]: op for chain in linked["chains"] for op in chain["operators"]}
+    ops["write_totals"]["links"] = [{"href": "assets", "text": "all assets"}]
+    ops["read_orders"]["links"] = [{"href": "assets", "text": LONG_LINK}]
     store.start_run(DAG, RUNS[1], plan=linked, started_at="2025-01-02T10:00:00Z")
     for chain in ("read_orders", "by_customer", "write_rejects"):
         doc = metrics(dag_id=DAG, run_id=RUNS[1], chain=chain, scale=2)
+        for out in doc["outputs"]:
+            if out.get("sink") == "write_totals":
+                out["path"] = LONG_PATH
         doc["started_at"], doc["ended_at"] = "2025-01-02T10:00:00.000Z", "2025-01-02T10:00:02.250Z"
         if chain == "write_rejects":
             for op in doc["operators"]:
@@ -76,19 +90,82 @@ def seed_store(store) -> None:
         for chain in ("read_orders", "by_customer", "write_rejects"):
             store.record_attempt(stream_metrics(run_id, chain, drained), try_number=1)
         store.finish_run(DAG, run_id, ended_at=f"2024-12-0{day}T10:01:00Z")
+    seed_failures(store)
     store.record_plan("other_dag", plan(pipeline="other"))
+
+
+def seed_failures(store) -> None:
+    """A refused stream run (nothing ran: the run's error is the reason), a run whose read_orders
+    attempt failed (its error in the attempt) and a stream run of five sources, one per kind."""
+    from tests.store.sample import metrics, plan
+
+    store.start_run(DAG, REFUSED_RUN, plan=plan(), started_at="2024-11-01T10:00:00Z")
+    store.refuse_run(DAG, REFUSED_RUN, REFUSAL)
+    store.start_run(DAG, FAILED_RUN, plan=plan(), started_at="2024-11-02T10:00:00Z")
+    doc = metrics(dag_id=DAG, run_id=FAILED_RUN, chain="read_orders", state="failed")
+    doc["error"], doc["operators"], doc["outputs"] = CHAIN_ERROR, [], []
+    store.record_attempt(doc, try_number=1)
+    store.finish_run(DAG, FAILED_RUN, ended_at="2024-11-02T10:01:00Z")
+    sources = sources_plan()
+    store.start_run(DAG, SOURCES_RUN, plan=sources, started_at="2024-11-03T10:00:00Z")
+    owner = f"pipeline 'orders' source 'cdc' checkpoint_dir {CHECKPOINT_DIR}"
+    reads = {  # source key -> (ranges read [split, start, end), committed split positions)
+        "cdc": ([["flinkchain_orders", {"lsn": 0x16B3748, "owner": owner}, {"lsn": 0x16B3990, "owner": owner}]],
+                {"flinkchain_orders": {"lsn": 0x16B3990, "owner": owner}}),
+        "nats": ([["orders.eu", 101, 251], ["orders.us", 7, 8]], {"orders.eu": 251, "orders.us": 8, "orders.asia": 40}),
+        "delta": ([["versions", 3, 6]], {"versions": 6}),
+        "sql": ([["rows", 120, 480]], None),
+        "files": ([[f"/in/orders/part-{k}.json", 0, [4096, 1735725600000000000]] for k in range(3)], None),
+    }
+    for chain in sources["chains"]:
+        key = chain["id"]
+        read, splits = reads[key]
+        op = {"node_id": chain["operators"][0]["id"], "key": key, "name": key, "subtask": 0, "records_in": 0,
+              "records_out": 10, "side_outputs": {}, "time_ms": 1.0, "watermark": None}
+        store.record_attempt({
+            "pipeline": "orders", "dag_id": DAG, "run_id": SOURCES_RUN, "chain": key, "attempt": 1,
+            "state": "success", "started_at": "2024-11-03T10:00:00Z", "ended_at": "2024-11-03T10:00:01Z",
+            "operators": [op], "outputs": [],
+            "stream": {"chain": key, "read": {key: read}, "sinks": {},
+                       "sources": {key: {"splits": splits} if splits else {"value": 480} if key == "sql" else {}},
+                       "operators": {key: {"chain": key, "parallelism": 1, "stateful": False, "bytes": 0,
+                                           "written": 0, "watermark": None}}}}, try_number=1)
+    store.finish_run(DAG, SOURCES_RUN, ended_at="2024-11-03T10:01:00Z")
+
+
+def sources_plan() -> dict:
+    """Five chains, each one source of a kind (the plan names its connector)."""
+    connectors = {"cdc": "PostgresCdcSource", "nats": "NatsJetStreamSource", "delta": "DeltaSource",
+                  "sql": "SqlSource", "files": "FileSource"}
+    chains = []
+    for number, (key, connector) in enumerate(connectors.items(), start=1):
+        op = {"id": number, "key": key, "name": key, "uid": None, "kind": "source", "parallelism": 1,
+              "chaining_strategy": "ALWAYS", "connector": connector}
+        if key == "sql":
+            op["incremental_column"] = "order_id"
+        operators = [op]
+        if key == "files":  # an operator of a long kind after it
+            operators.append({"id": 10, "key": "stamp", "name": "stamp", "uid": None, "kind": "timestamps_and_watermarks",
+                              "parallelism": 1, "chaining_strategy": "ALWAYS"})
+        chains.append({"id": key, "name": key, "parallelism": 1, "slot_sharing_group": "default",
+                       "in_edges": [], "out_edges": [], "operators": operators})
+    return {"pipeline": "orders", "strategy": "flink", "runtime_mode": "streaming", "object_reuse": False,
+            "chains": chains, "edges": [], "chained_edges": [
+                {"id": "files__stamp", "chain": "files", "source_operator": "files", "target_operator": "stamp",
+                 "output_tag": None, "selected_names": []}]}
 
 
 def stream_metrics(run_id: str, chain: str, drained: bool) -> dict:
     """A stream run's metrics document: the runtime's `stream` entry per chain; watermarks are
-    epoch times, or MAX in the drain, whose by_customer chain got no record."""
+    epoch times, or MAX in the drain's snapshots, whose by_customer chain got no record (its
+    operators' gauges keep the event time reached before the drain's MAX, as the runtime notes)."""
     from tests.store.sample import metrics
 
     doc = metrics(dag_id=DAG, run_id=run_id, chain=chain)
     mark = MAX_WATERMARK if drained else SLICE_WATERMARK
     for op in doc["operators"]:
         if chain == "by_customer":
-            op["watermark"] = mark
+            op["watermark"] = SLICE_WATERMARK
             if drained:  # the drain fires what was pending: nothing came in
                 op["records_in"], op["time_ms"] = 0, 0.0
     # The slice reads a file of a monitored directory; the drain's document, as an unbounded
@@ -99,7 +176,7 @@ def stream_metrics(run_id: str, chain: str, drained: bool) -> dict:
                      "sources": sources if chain == "read_orders" else {}, "sinks": {},
                      "operators": {op["key"]: {"chain": chain, "parallelism": 3, "stateful": True, "bytes": 2048,
                                                "written": 2048, "max_parallelism": 128,
-                                               "watermark": op["watermark"]}
+                                               "watermark": mark if chain == "by_customer" else None}
                                    for op in doc["operators"] if op["subtask"] == 0}}
     return doc
 

@@ -41,6 +41,8 @@
     if (min < 60) return `${min} min ${Math.round(s - min * 60)} s`;
     return `${Math.floor(min / 60)} h ${min % 60} min`;
   }
+  // An operator kind as words that may wrap ("timestamps_and_watermarks": three short lines).
+  const kindLabel = (kind) => String(kind || "").replace(/_/g, " ");
   const shortTime = (iso) => (iso ? iso.replace("T", " ").replace(/(\.\d+)?\+00:00$/, " UTC") : "–");
 
   class ApiError extends Error {
@@ -93,6 +95,7 @@
 
   // ---- one chain box ---------------------------------------------------------------
   function chainBox(chain, plan, metrics) {
+    metrics = withStreamGauges(metrics);
     const opMetrics = new Map((metrics?.operators || []).map((o) => [o.key, o]));
     const inbound = new Map();  // operator name/key -> chained edge feeding it
     for (const e of plan.chained_edges || []) if (e.chain === chain.id) inbound.set(e.target_operator, e);
@@ -112,6 +115,20 @@
                            "data-chain": chain.id }, [header, list, chainFooter(metrics)]);
   }
 
+  // A stream run's chain: the watermark each operator committed (its snapshot's, what the
+  // Stream run table shows; a drain's is the end of the stream) replaces the gauge noted before
+  // the end of input, which is kept as `watermark_reached` (shown in the title).
+  function withStreamGauges(metrics) {
+    const committed = metrics?.stream?.operators;
+    if (!committed) return metrics;
+    const operators = metrics.operators.map((o) => {
+      const mark = committed[o.key]?.watermark;
+      return mark == null || mark === o.watermark ? o : { ...o, watermark: mark, watermark_reached: o.watermark };
+    });
+    const marks = operators.map((o) => o.watermark).filter((w) => w != null);
+    return { ...metrics, operators, watermark: marks.length ? Math.min(...marks) : metrics.watermark };
+  }
+
   function operatorRow(op, m, chainMetrics, via, previous) {
     // Flags only mean something when there is another operator to compare with.
     const compared = chainMetrics && chainMetrics.operators.length > 1;
@@ -120,7 +137,7 @@
     const row = el("li", { class: `operator${slowest ? " slowest" : ""}${lossiest ? " lossiest" : ""}`,
                            "data-key": op.key, "data-name": op.name }, [
       el("div", { class: "op-title" }, [
-        el("span", { class: "kind", title: op.kind, text: op.kind }),
+        el("span", { class: "kind", title: op.kind, text: kindLabel(op.kind) }),
         el("span", { class: "op-name", title: op.uid ? `uid ${op.uid}` : op.key, text: op.name }),
         op.vectorized && el("span", { class: "flag vectorized", title: "computes over Arrow batches",
                                       text: "vectorized" }),
@@ -146,7 +163,7 @@
     ]);
     for (const [tag, count] of Object.entries(m.side_outputs || {})) stats.append(stat(tag, count, `side output ${tag}`, "stat-side"));
     for (const c of droppedCounters) if (m[c.name]) stats.append(counterStat(c, m, "stat-dropped"));
-    for (const g of gauges) if (m[g.name] != null) stats.append(gaugeStat(g, m[g.name]));
+    for (const g of gauges) if (m[g.name] != null) stats.append(gaugeStat(g, m[g.name], m[`${g.name}_reached`]));
     row.append(stats);
     const share = Math.round((m.time_share || 0) * 1000) / 10;
     // Time is sampled on records passing through the chain: records an operator only got
@@ -184,8 +201,10 @@
     return split ? [piece(split[1]), " ", piece(split[2])] : [piece(text)];
   }
 
-  function gaugeStat(gauge, value) {
-    return el("span", { class: `stat-gauge stat-${gauge.name}`, title: `${gauge.description} (${n(value)} ms)` },
+  // `reached`: the event time the operator got to before a drain ended the stream (or null).
+  function gaugeStat(gauge, value, reached) {
+    const before = reached != null ? `; before the drain it had reached ${gaugeText(reached)}` : "";
+    return el("span", { class: `stat-gauge stat-${gauge.name}`, title: `${gauge.description} (${n(value)} ms)${before}` },
               [`${gauge.label} `, el("span", { class: "n" }, gaugeNodes(value))]);
   }
 
@@ -316,7 +335,7 @@
     renderSummary(run, runId, missing);
     renderEndpoints(plan, run);
     // stream.js draws the stream-run table from the same document (one fetch per run shown)
-    app.dispatchEvent(new CustomEvent("run-shown", { detail: { run, gaugeText } }));
+    app.dispatchEvent(new CustomEvent("run-shown", { detail: { run, plan, gaugeText } }));
   }
 
   // `missing`: why the run has no record (the API's 404: a run not set up yet, or unknown).
@@ -336,6 +355,8 @@
     const failed = run.chains.filter((c) => c.state === "failed").length;
     items.push(el("span", {}, [el("b", { text: `${run.chains.length}` }), " chain attempts recorded",
                                failed ? `, ${failed} failed` : ""]));
+    // Why the run failed before its chains ran (a refused stream run, a damaged checkpoint).
+    if (run.error) items.push(el("div", { class: "run-error", text: run.error }));
     box.replaceChildren(...items);
   }
 
@@ -434,6 +455,14 @@
 
   function showError(error) {
     const [title, text] = problem(error);
+    // Nothing of the run shown before stays under the note (it may not be the user's to see).
+    shown = null;
+    document.getElementById("run-summary").replaceChildren();
+    document.getElementById("plan-info").textContent = "";
+    app.dispatchEvent(new CustomEvent("run-shown", { detail: { run: null, plan: null, gaugeText } }));
+    const endpoints = document.getElementById("endpoints");
+    endpoints.querySelector("tbody").replaceChildren();
+    endpoints.hidden = true;
     graph.replaceChildren(el("div", { class: "note error-box", "data-status": error.status || "" },
                              [el("h2", { text: title }), el("p", { text })]));
     app.dataset.ready = "error";

@@ -14,9 +14,9 @@ in contiguous ranges of their sorted paths. Every source kind goes through the s
 * `FileSource(monitor=True)`: splits are the files not read before (sorted; names
   starting with '.' or '_' skipped), a read file whose size or modification time
   changed is an error; positions {"files": {path: [size, mtime_ns]}};
-* `SqlSource(incremental_column=...)`: one split, the rows above the committed value up
-  to the maximum present now, read once no writer can still commit a value in that range
-  (`sql_settle`); positions {"value": last value read};
+* `SqlSource(incremental_column=...)`: the id ranges (above, upto] of the rows visible now
+  and not read before, without waiting for writers in progress; the gaps between them are
+  read by later runs (`sql_settle`); positions {"value", "emitted", "holds"};
 * any other (bounded) source: read once, in the first run; positions {"bounded": "read"}.
 """
 
@@ -75,8 +75,18 @@ class StreamSourceReader(SourceReader):
         if isinstance(self.descriptor, FileSource):  # rows without a Python frame each
             return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._file_batches(split_id)))
                                  for split_id, _start, _end in self._mine(subtask)], continuous=True)
-        return SourceSplits([_read_split(self.descriptor, split_id, start, end, self.label)
-                             for split_id, start, end in self._mine(subtask)], continuous=True)
+        return SourceSplits([self._records(subtask)] if self._mine(subtask) else [], continuous=True)
+
+    def _records(self, subtask: int) -> Iterator[Any]:
+        if isinstance(self.descriptor, SqlSource):  # id ranges of one query, over one connection
+            from airflow_flinkchain.runtime.connectors.sql_settle import read_rows
+
+            d = self.descriptor
+            yield from read_rows(_sql_url(d, self.label), d.query, dict(d.params), d.incremental_column,
+                                 self._mine(subtask))
+            return
+        for split_id, start, end in self._mine(subtask):
+            yield from splits_of(self.descriptor).read_split(split_id, start, end)
 
     def read_batches(self, subtask: int, batches: Iterator[Any]) -> Optional[Iterator[Any]]:
         """A monitored file source's rows as Arrow batches (for a batch operator at the head of
@@ -209,26 +219,9 @@ def _sql_url(source: SqlSource, label: str) -> str:
 
 
 def _discover_rows(source: SqlSource, positions: dict, label: str) -> tuple[list, dict]:
-    from airflow_flinkchain.runtime.connectors.sql_settle import settled_high_value
+    from airflow_flinkchain.runtime.connectors.sql_settle import plan_rows
 
-    lo = positions.get("value")
-    hi = settled_high_value(_sql_url(source, label), source.query, dict(source.params), source.incremental_column,
-                            source.settle, label)
-    if hi is None or (lo is not None and hi <= lo):
-        return [], {"value": lo}
-    return [("rows", lo, hi)], {"value": hi}
-
-
-def _read_split(source: Any, split_id: str, start: Any, end: Any, label: str) -> Iterator[Any]:
-    if isinstance(source, SqlSource):
-        from airflow_flinkchain.runtime.connectors.sql import read_query
-
-        col = source.incremental_column
-        where = f"{col} <= :_hi" if start is None else f"{col} > :_lo and {col} <= :_hi"
-        yield from read_query(_sql_url(source, label), f"select * from ({source.query}) q where {where} order by {col}",
-                              {**source.params, "_lo": start, "_hi": end})
-    else:
-        yield from splits_of(source).read_split(split_id, start, end)
+    return plan_rows(source, _sql_url(source, label), positions, label)
 
 
 @register_source(UnboundedSource)

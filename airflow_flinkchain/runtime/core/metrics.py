@@ -4,8 +4,9 @@ Cheap by construction, see `operators.base`: `records_in` is counted by each
 operator (one integer add), main `records_out` of map/filter is derived
 (in - filtered - dead_lettered - skipped) rather than counted, and `time_ms`
 is extrapolated from a sample of records (every `TIMING_SAMPLE_EVERY`-th
-head input goes through a timed copy of the chain) - timing every record
-with perf_counter would cost more than the operators themselves.
+head input goes through a timed copy of the chain, and so does every N-th record
+emitted by a window firing or a timer, so the operators after a window are timed too) -
+timing every record with perf_counter would cost more than the operators themselves.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from airflow_flinkchain.metrics_schema import COUNTER_NAMES, GAUGE_NAMES
+
+#: Every N-th input record of a chain's head goes through the timed wiring (time_ms), and
+#: every N-th record an operator emits outside its input records (window firings, timers).
+TIMING_SAMPLE_EVERY = 1024
 
 
 def utc_now_iso() -> str:

@@ -39,7 +39,7 @@ from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMA
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.input_selection import END_OF_INPUT, TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory, SubtaskCheckpoint
-from airflow_flinkchain.runtime.core.metrics import SubtaskMetrics
+from airflow_flinkchain.runtime.core.metrics import TIMING_SAMPLE_EVERY, SubtaskMetrics
 from airflow_flinkchain.runtime.core.operators import ChainScope, StreamOperator, create_operator
 from airflow_flinkchain.runtime.core.operators.fused import generic_run, segment_heads
 from airflow_flinkchain.runtime.core.operators.keyed import key_error_channel
@@ -52,8 +52,6 @@ from airflow_flinkchain.runtime.core.operators.base import adapt_function
 
 log = logging.getLogger(__name__)
 
-#: Every N-th input record of the head goes through the timed wiring (time_ms).
-TIMING_SAMPLE_EVERY = 1024
 
 #: Python frames a record's (or watermark's) nested calls take per chained operator,
 #: at most (timed wiring: timing wrapper, the operator's code, a copying output), with room.

@@ -20,7 +20,7 @@ from airflow_flinkchain.functions import DEAD_LETTER_TAG, Function
 from airflow_flinkchain.graph.model import ErrorPolicy, StreamNode
 from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS, TimestampCell, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
-from airflow_flinkchain.runtime.core.metrics import OperatorMetrics
+from airflow_flinkchain.runtime.core.metrics import TIMING_SAMPLE_EVERY, OperatorMetrics
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,8 @@ class StreamOperator:
         self._segments: list = []  # fused segments this operator is part of (counts)
         self.sampled_in = 0
         self.sampled_time = 0.0  # inclusive seconds over sampled records
+        self.timing = False  # in a sampled record of its own (firing_emitter: whose time it is)
+        self.fired_time = 0.0  # seconds of sampled firing records in the operators after it
 
     # ---- lifecycle -------------------------------------------------------
     def setup(self, runtime_context) -> None:
@@ -217,13 +219,43 @@ class StreamOperator:
 
         def timed(value: Any) -> None:
             t0 = clock()
+            outer, me.timing = me.timing, True
             try:
                 inner(value)
             finally:
+                me.timing = outer
                 me.sampled_time += clock() - t0
                 me.sampled_in += 1
 
         return timed
+
+    def firing_emitter(self, tag_id: Optional[str] = None) -> Optional[Callable[[Any], None]]:
+        """The emitter of the records this operator emits outside its input records (window
+        firings, timers on a watermark, BATCH results at the end of input): every
+        TIMING_SAMPLE_EVERY-th one (the first included) takes the timed wiring, so the operators
+        after it get a time too. That time is not this operator's own, unless the firing happens
+        inside one of its sampled records (then it is part of both, as any chained output)."""
+        out = self.output
+        fast = out.main_emitter(False) if tag_id is None else out.side_emitter(tag_id, False)
+        if fast is None:
+            return None
+        timed = out.main_emitter(True) if tag_id is None else out.side_emitter(tag_id, True)
+        clock, me, every = time.perf_counter, self, TIMING_SAMPLE_EVERY
+        n = 0
+
+        def emit(value: Any) -> None:
+            nonlocal n
+            n += 1
+            if (n - 1) % every or me.timing:
+                fast(value)
+                return
+            t0 = clock()
+            try:
+                timed(value)
+            finally:
+                me.fired_time += clock() - t0
+
+        return emit
 
     def process_watermark(self, watermark: Watermark) -> None:
         self.current_watermark = watermark.timestamp
@@ -280,7 +312,8 @@ class StreamOperator:
         self._segments = []
         m = self.metrics
         if self.sampled_in:
-            child_time = sum(c.sampled_time for c in self.chained_targets)
+            # the children's samples from this operator's firings were not in its own time
+            child_time = sum(c.sampled_time for c in self.chained_targets) - self.fired_time
             self_time = max(self.sampled_time - child_time, 0.0)
             m.time_ms = self_time / self.sampled_in * max(m.records_in, self.sampled_in) * 1000.0
         return m

@@ -70,6 +70,8 @@ from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_
 from airflow_flinkchain.runtime.core.timers import InternalTimerService
 from airflow_flinkchain.state import ValueStateDescriptor
 
+_UNSET = object()
+
 _KEYED_KINDS = frozenset({OperatorKind.MAP, OperatorKind.FLAT_MAP, OperatorKind.FILTER, OperatorKind.KEYED_PROCESS,
                           OperatorKind.REDUCE, OperatorKind.KEYED_CO_PROCESS, OperatorKind.KEYED_BROADCAST_PROCESS})
 
@@ -301,7 +303,7 @@ class KeyedOperator(StreamOperator):
     def process_key(self, key: Any, records: list) -> None:
         """BATCH: the records [(timestamp, value)] of `key` (the current key), in arrival order.
         Every TIMING_SAMPLE_EVERY-th record goes through the timed wiring (time_ms)."""
-        from airflow_flinkchain.runtime.core.operator_chain import TIMING_SAMPLE_EVERY
+        from airflow_flinkchain.runtime.core.metrics import TIMING_SAMPLE_EVERY
 
         sort_by_timestamp(records)
         process, cell = self._processor(False), self.cell
@@ -345,9 +347,7 @@ class UserTimers:
     def _fire(self, timer) -> None:
         fire = self._timer_emitter
         if fire is None:
-            out = self.output
-            fire = self._timer_emitter = timer_firer(
-                self, self.on_timer, ProcessContext(self, lambda tag_id: out.side_emitter(tag_id, False)))
+            fire = self._timer_emitter = timer_firer(self, self.on_timer, ProcessContext(self, self.firing_emitter))
         fire(timer)
 
     on_event_time = _fire
@@ -369,7 +369,7 @@ class KeyedProcessOperator(UserTimers, KeyedOperator):
 def timer_firer(op: KeyedOperator, on_timer: Optional[Callable], ctx: ProcessContext) -> Callable:
     """fire(timer): the user's `on_timer(ts, ctx)` for a timer of the current key, its
     results stamped with the timer's time, failures under the operator's on_error policy."""
-    emit_results = make_result_emitter(op, op.output.main_emitter(False), ctx)
+    emit_results = make_result_emitter(op, op.firing_emitter(), ctx)
     cell, err, cee = op.cell, op.error_handler(False), ChainExecutionError
 
     # process_handler's shape for a timer (its time on the cell, the timer as the failing record).
@@ -396,6 +396,7 @@ class ReduceOperator(KeyedOperator):
     """Keyed reduce: rolling results (STREAMING) or one final result per key (BATCH)."""
 
     STATE = ValueStateDescriptor("_reduce_state")
+    _end_emitter: Any = _UNSET  # built at the first key's end (the output is set after __init__)
 
     def setup(self, runtime_context) -> None:
         super().setup(runtime_context)
@@ -451,7 +452,9 @@ class ReduceOperator(KeyedOperator):
         saved, cell.value = cell.value, MAX_WATERMARK_TS
         try:
             self.metrics.records_out += 1
-            emit = self.output.main_emitter(False)
+            emit = self._end_emitter
+            if emit is _UNSET:
+                emit = self._end_emitter = self.firing_emitter()
             if emit is not None:
                 emit(acc)
         finally:

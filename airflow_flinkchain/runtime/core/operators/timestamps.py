@@ -30,6 +30,7 @@ channel out while the others advance.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -40,6 +41,7 @@ from airflow_flinkchain.common import Watermark as GeneratedWatermark
 from airflow_flinkchain.common import WatermarkOutput
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+from airflow_flinkchain.runtime.core.metrics import TIMING_SAMPLE_EVERY
 from airflow_flinkchain.runtime.core.operators.base import StreamOperator
 from airflow_flinkchain.runtime.core.outputs import RecordWriterOutput
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
@@ -98,6 +100,8 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.ts_field = vectorized_timestamps(self.node)
         self.takes_batches = self.ts_field is not None
         self._batch_paths: Any = None
+        self.batch_records = 0  # records passed in whole batches, and their time (seconds)
+        self.batch_time = self.batch_child_time = 0.0
 
     def open(self) -> None:
         super().open()
@@ -232,6 +236,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         if self._batch_paths is None:
             self._batch_paths = self._build_batch_paths()
         stamped, per_record = self._batch_paths
+        t0 = time.perf_counter()
         n = batch.num_rows
         col = batch.column(self.ts_field) if self.ts_field in batch.schema.names else None
         if col is None or not pa.types.is_integer(col.type) or col.null_count or (
@@ -247,14 +252,22 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             batch = batch.set_column(batch.schema.get_field_index(TS_COLUMN), TS_COLUMN, ts_array)
         else:
             batch = batch.append_column(TS_COLUMN, ts_array)
-        self.metrics.records_in += n
-        self.metrics.records_out += n
+        m = self.metrics
+        counted = m.records_in
         stamped(batch, ts)
+        if m.records_in == counted:  # passed as a batch (the per-record fallback counts each record itself)
+            m.records_in += n
+            m.records_out += n
+            self.batch_records += n
+            self.batch_time += time.perf_counter() - t0 - self.batch_child_time
+        self.batch_child_time = 0.0
 
     def _build_batch_paths(self):
         """(stamped(batch, ts), per_record(batch)) for this subtask's generator and output."""
         per_record = rows_emitter_of(self)
         emit = batch_emitter_of(self)
+        if emit is not None and self.chained_targets:
+            emit = self._timed_apart(emit)
         generator, wm_output = self.generator, self.wm_output
         if generator is None:  # BATCH mode: no watermark until the end
             return (lambda batch, ts: emit(batch) if emit is not None else None), per_record
@@ -292,6 +305,31 @@ class TimestampsAndWatermarksOperator(StreamOperator):
                 wm_output.current = op.current_watermark = int(wm[after[-1]])
 
         return watermarked, per_record
+
+    def _timed_apart(self, emit: Callable) -> Callable:
+        """`emit` whose time (in the chained operators it feeds) is not this operator's own:
+        a batch's time here is its stamping, its watermarks and its writing to the edges."""
+        clock, op = time.perf_counter, self
+
+        def emit_apart(batch: pa.RecordBatch) -> None:
+            t0 = clock()
+            try:
+                emit(batch)
+            finally:
+                op.batch_child_time += clock() - t0
+
+        return emit_apart
+
+    def finish_metrics(self):
+        m = self.metrics
+        if self.batch_records:  # the samples (if any) stand for the records that came one by one
+            m.records_in -= self.batch_records
+            super().finish_metrics()
+            m.records_in += self.batch_records
+            m.time_ms += self.batch_time * 1000.0
+            self.batch_records, self.batch_time = 0, 0.0
+            return m
+        return super().finish_metrics()
 
     def _bulk_writer(self):
         """callable(batch, after, watermarks) writing the batch and its watermarks to the one edge
@@ -357,9 +395,22 @@ class TimestampsAndWatermarksOperator(StreamOperator):
 
 
 def rows_emitter_of(op: TimestampsAndWatermarksOperator) -> Callable:
-    """The per-record path for a batch: its rows through the operator's own record handler."""
+    """The per-record path for a batch: its rows through the operator's own record handler,
+    every TIMING_SAMPLE_EVERY-th (the first included) through its timed wiring, as a chain's
+    input is."""
     from airflow_flinkchain.runtime.core.batches import rows_emitter
-    return rows_emitter(op.handler(False), op.cell)
+    fast, timed, every = op.handler(False), op.handler(True), TIMING_SAMPLE_EVERY
+    n = 0
+
+    def handle(value: Any) -> None:
+        nonlocal n
+        n += 1
+        if (n - 1) % every:
+            fast(value)
+        else:
+            timed(value)
+
+    return rows_emitter(handle, op.cell)
 
 
 def batch_emitter_of(op: TimestampsAndWatermarksOperator):

@@ -134,9 +134,8 @@ class WindowStreamOperator(KeyedOperator):
 
     # ---- records ----
     def _build_handler(self, timed: bool) -> Callable[[Any], None]:
-        if not timed:  # firings (on watermarks, at the end) take the fast wiring
-            out = self.output
-            self.chain_output.bind(out.main_emitter(False), lambda tag_id: out.side_emitter(tag_id, False))
+        if not timed:  # firings (on watermarks, at the end): the fast wiring, sampled
+            self.chain_output.bind(self.firing_emitter(), self.firing_emitter)
         return super()._build_handler(timed)
 
     def record_processor(self, emit, side) -> Callable:
