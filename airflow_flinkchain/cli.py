@@ -139,7 +139,9 @@ def _checkpoint_listing(area, listing: dict) -> str:
             lines.append(f"{name}  DAMAGED: {c['error']}")
             continue
         base = area.checkpoint_name(c["base"]) if c["base"] is not None else "none"
-        lines.append(f"{name}  run {c['run_id']}  seq {c['seq']}  base {base}  committed {c['committed_at']}"
+        stream = c["stream_id"] or "none (begun before stream identities)"
+        lines.append(f"{name}  run {c['run_id']}  seq {c['seq']}  base {base}  stream {stream}  "
+                     f"committed {c['committed_at']}"
                      + ("  drained" if c["drained"] else "") + ("  LATEST" if c["latest"] else ""))
     for r in listing["runs"]:
         base = area.checkpoint_name(r["base"]) if r["base"] is not None else "none"

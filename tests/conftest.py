@@ -17,3 +17,24 @@ def spark():
     session = get_or_create_spark(master="local[2]", app_name="flinkchain-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A moto S3 server for the session (tests/s3_server.py), its AWS_* variables set in
+    os.environ (so spark-submit, Spark's Python workers and Airflow subprocesses see them too)."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from s3_server import S3Server
+
+    server = S3Server().start(str(tmp_path_factory.mktemp("moto") / "moto.log"))
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    try:
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()

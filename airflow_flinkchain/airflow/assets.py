@@ -99,12 +99,33 @@ def _derived_uri(descriptor: Any, where: str) -> Optional[str]:
             return sql_uri_from_url(descriptor.url, table)
         return sql_uri_from_connection(descriptor.conn_id, table, where)
     if isinstance(descriptor, NatsJetStreamSource):
+        if descriptor.conn_id:
+            server = _connection_server(descriptor.conn_id, where)
+            return f"{server}/{descriptor.stream}" if server.startswith("x-") else nats_uri(server, descriptor.stream)
         return nats_uri(descriptor.servers[0], descriptor.stream)
     if isinstance(descriptor, IcebergSink):
         return iceberg_uri(descriptor.catalog_name, descriptor.table)
     if isinstance(descriptor, PostgresCdcSource):  # one table: its URI; several: none unless asset= names one
-        return sql_uri_from_url(descriptor.url, descriptor.tables[0]) if len(descriptor.tables) == 1 else None
+        if len(descriptor.tables) != 1:
+            return None
+        if descriptor.url is None:
+            return sql_uri_from_connection(descriptor.conn_id, descriptor.tables[0], where)
+        return sql_uri_from_url(descriptor.url, descriptor.tables[0])
     return None
+
+
+def _connection_server(conn_id: str, where: str) -> str:
+    """host:port of an Airflow connection (no credentials), for a NATS asset URI."""
+    from airflow_flinkchain.airflow.compat import get_connection
+
+    try:
+        conn = get_connection(conn_id)
+    except Exception as exc:
+        log.warning("%s: Airflow connection %r could not be read when parsing (%s); its asset URI names the "
+                    "connection. Define the connection where DAGs are parsed, or pass asset=.", where, conn_id,
+                    type(exc).__name__)
+        return f"x-airflow-connection://{conn_id}"
+    return f"nats://{conn.host or '127.0.0.1'}:{conn.port or 4222}"
 
 
 def chain_asset_refs(job_graph: Any, chain_id: str) -> tuple[AssetRef, ...]:

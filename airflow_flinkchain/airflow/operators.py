@@ -196,6 +196,14 @@ class ChainSubmitOperator(SparkSubmitOperator):
         where = f"pipeline {self.pipeline_spec.pipeline!r}, chain {self.chain_spec.chain_id!r}"
         return {conn_url_env(c): sqlalchemy_url(c, where) for c in self.chain_spec.conn_ids}
 
+    def _storage_env(self) -> dict[str, str]:
+        """The storage connection's AWS_* variables (storage_credentials.py), for spark-submit's
+        environment only, as the SQL connections' URLs."""
+        from airflow_flinkchain.airflow import storage_credentials
+
+        return storage_credentials.apply(self.pipeline_spec.storage_conn_id,
+                                         f"pipeline {self.pipeline_spec.pipeline!r}, chain {self.chain_spec.chain_id!r}")
+
     def _check_inputs(self, run: PipelineRun, where: str) -> None:
         """Fail clearly (not deep inside Spark) when the plan or an upstream chain's
         committed output is missing, e.g. a chain cleared after the teardown dropped
@@ -283,7 +291,8 @@ class ChainSubmitOperator(SparkSubmitOperator):
             kwargs["py_files"] = ",".join(x for x in (kwargs.get("py_files"), package_archive()) if x)
             if bundled and master.startswith("spark://") and not os.environ.get("SPARK_HOME"):
                 env["SPARK_HOME"] = paths.bundled_spark_home()  # spark-submit's own environment (client mode)
-        kwargs["env_vars"] = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls()} or None
+        kwargs["env_vars"] = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls(),
+                              **self._storage_env()} or None
         self.submission_id = uuid.uuid4().hex
         kwargs["conf"] = {**(kwargs.get("conf") or {}), SUBMISSION_CONF: self.submission_id}
         return ChainSubmitHook(parallelism=self.chain_spec.parallelism, **kwargs)

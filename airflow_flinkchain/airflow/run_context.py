@@ -28,6 +28,9 @@ class PipelineRun:
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any], spec: PipelineSpec, area_suffix: str = "") -> "PipelineRun":
+        from airflow_flinkchain.airflow import storage_credentials
+
+        storage_credentials.apply(spec.storage_conn_id, f"pipeline {spec.pipeline!r}")
         ti = context.get("ti") or context.get("task_instance")
         dag_id = getattr(ti, "dag_id", None) or context["dag"].dag_id
         run_id = context.get("run_id") or getattr(ti, "run_id")

@@ -22,7 +22,7 @@ SETUP_TASK_ID = "pipeline_setup"
 TEARDOWN_TASK_ID = "pipeline_teardown"
 COMMIT_TASK_ID = "stream_commit"
 #: Pipeline settings this layer reads (besides the Spark ones in SparkSettings).
-LIFECYCLE_KEYS = ("exchange_root", "keep_exchange", "exchange_root_shared")
+LIFECYCLE_KEYS = ("exchange_root", "keep_exchange", "exchange_root_shared", "storage_conn_id")
 _TASK_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 _TEMPLATE_MARKERS = ("{{", "{%")
 
@@ -85,6 +85,8 @@ class PipelineSpec:
     exchange_root: Optional[str] = None
     exchange_root_shared: bool = False
     keep_exchange: bool = False
+    #: the Airflow `aws` connection of the object store (storage_credentials.py); None: the AWS chain
+    storage_conn_id: Optional[str] = None
     setup_task_id: str = SETUP_TASK_ID
     teardown_task_id: str = TEARDOWN_TASK_ID
     #: a stream-run pipeline's checkpoint_dir (docs/stream-runs.md): adds the commit task
@@ -134,6 +136,7 @@ def pipeline_spec(job_graph: JobGraph, settings: Mapping[str, Any], group_id: Op
         exchange_root=str(exchange_root) if exchange_root else None,
         exchange_root_shared=bool(settings.get("exchange_root_shared", False)),
         keep_exchange=bool(settings.get("keep_exchange", False)),
+        storage_conn_id=settings.get("storage_conn_id") or None,
         checkpoint_dir=_stream_checkpoint_dir(job_graph.pipeline, checkpoint_dir),
     )
 

@@ -76,6 +76,10 @@ def begin(job: Any, spec: PipelineSpec, run: Any, context: Any, allow_non_restor
             current.expected_latest == (latest["checkpoint"] if latest else None):
         log.info("%s: stream run %s already begun on checkpoint %s; keeping its staged chains",
                  where, run.run_key, current.base)
+        try:
+            current.verify_base()  # as a new begin does: before any chain task restores from it
+        except CheckpointFileError as exc:
+            refuse(run, f"{where}, run {run.run_id!r}: {exc}", exc)
         stream = current
     else:
         try:
@@ -103,14 +107,13 @@ def refuse(run: Any, message: str, cause: Optional[BaseException] = None) -> Non
 
 @contextlib.contextmanager
 def sql_connections(job: Any, where: str) -> Iterator[None]:
-    """The Airflow connections of the pipeline's SQL sinks, resolved for the publication in
-    this process (as the chain task hands them to spark-submit): in the environment only."""
+    """The Airflow connections of the pipeline's sources and sinks (`conn_id`), resolved for the
+    publication and the sources' confirmation (a CDC slot advances) in this process, as the
+    chain task hands them to spark-submit: in the environment only."""
     from airflow_flinkchain.airflow.compat import sqlalchemy_url
-    from airflow_flinkchain.io.sinks import SqlSink
     from airflow_flinkchain.runtime.connectors.sql import conn_url_env
 
-    conn_ids = sorted({n.function.conn_id for n in job.stream_graph.nodes
-                       if isinstance(n.function, SqlSink) and n.function.conn_id})
+    conn_ids = sorted({c for n in job.stream_graph.nodes if isinstance(c := getattr(n.function, "conn_id", None), str)})
     saved = {conn_url_env(c): os.environ.get(conn_url_env(c)) for c in conn_ids}
     try:
         for c in conn_ids:

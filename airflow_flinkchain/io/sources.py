@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.io.database_urls import POSTGRES_SCHEMES, redact as _redact, scheme_of
+
 FILE_FORMATS = ("parquet", "csv", "json")
 
 
@@ -213,15 +215,6 @@ def normalize_asset(descriptor: Any, where: str) -> None:
         raise ValueError(f"{where}: asset=True is not a URI; leave asset unset to derive it from the path or table")
 
 
-def _redact(url: Optional[str]) -> str:
-    """A database URL without its password (descriptions end up in the UI)."""
-    if not url or "@" not in url or "://" not in url:
-        return str(url)
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-
-
 @dataclass(frozen=True, eq=False)
 class UnboundedSource(Source):
     """Base of a source that keeps receiving data (a log, a queue, a table), read by stream
@@ -268,15 +261,28 @@ class NatsJetStreamSource(UnboundedSource):
     assigner. `value_format`: "json" (the payload parsed), "string" (decoded UTF-8) or
     "bytes".
 
+    Credentials: `conn_id` names an Airflow connection (host, port, login / password, or a
+    token as password without login or extra "token"; extra "user_credentials", "tls_ca_file",
+    "tls_cert_file", "tls_key_file"), resolved by the chain task and never in the plan;
+    `user_credentials` is a NATS credentials (.creds) file, `tls_*_file` the TLS files.
+    Descriptions never show a password or token.
+
     Examples:
         >>> NatsJetStreamSource(stream="ORDERS", subjects=("orders.eu", "orders.us")).describe()
         'NATS JetStream stream ORDERS (orders.eu, orders.us) at nats://127.0.0.1:4222'
+        >>> NatsJetStreamSource(servers="nats://app:s3cret@mq:4222", stream="ORDERS").describe()
+        'NATS JetStream stream ORDERS at nats://app:***@mq:4222'
     """
 
     servers: Any = "nats://127.0.0.1:4222"
     stream: str = "ORDERS"
     subjects: Optional[tuple] = None
     value_format: str = "json"
+    conn_id: Optional[str] = None
+    user_credentials: Optional[str] = None
+    tls_ca_file: Optional[str] = None
+    tls_cert_file: Optional[str] = None
+    tls_key_file: Optional[str] = None
 
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
@@ -302,7 +308,8 @@ class NatsJetStreamSource(UnboundedSource):
 
     def describe(self) -> str:
         subjects = f" ({', '.join(self.subjects)})" if self.subjects else ""
-        return f"NATS JetStream stream {self.stream}{subjects} at {','.join(self.servers)}"
+        where = self.conn_id and f"connection {self.conn_id}" or ",".join(_redact(u) for u in self.servers)
+        return f"NATS JetStream stream {self.stream}{subjects} at {where}"
 
     def initial_position(self, split_id: str) -> Any:
         return 1  # stream sequences start at 1
@@ -344,22 +351,34 @@ class PostgresCdcSource(UnboundedSource):
     if missing) and reads the tables' rows consistent with the slot's start (op "r"); later
     runs read the transactions committed before the run began; the slot advances only after
     a run's checkpoint committed. The record timestamp is the commit time (milliseconds).
+    Column values are typed alike in snapshot and changes (bool, int, Decimal, date, datetime,
+    bytes, lists for arrays, ...: the table in docs/connectors-postgres-cdc.md). `url`:
+    postgresql://, postgresql+psycopg2:// or postgresql+psycopg:// (psycopg2 connects).
+
+    Give the database as `url` or as an Airflow connection `conn_id` (resolved by the chain
+    task, as `SqlSource`'s; never in the plan).
 
     Examples:
         >>> PostgresCdcSource("postgresql://etl:secret@db:5432/shop", ("public.orders",)).describe()
         'PostgreSQL changes of public.orders at postgresql://etl:***@db:5432/shop (slot flinkchain)'
+        >>> PostgresCdcSource(conn_id="shop_db", tables=("public.orders",)).describe()
+        'PostgreSQL changes of public.orders at connection shop_db (slot flinkchain)'
     """
 
-    url: str = "postgresql://postgres@127.0.0.1:5432/test"
+    url: Optional[str] = None
     tables: tuple = ("public.orders",)
     slot_name: str = "flinkchain"
     publication_name: str = "flinkchain"
+    conn_id: Optional[str] = None
     parallel = False
 
     def __post_init__(self) -> None:
         where = f"PostgresCdcSource(slot_name={self.slot_name!r})"
-        if not isinstance(self.url, str) or not self.url.startswith(("postgresql://", "postgres://")):
-            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL, got "
+        if (self.url is None) == (self.conn_id is None):
+            raise ValueError(f"{where} needs exactly one of url= or conn_id=")
+        if self.url is not None and (not isinstance(self.url, str) or scheme_of(self.url) not in POSTGRES_SCHEMES):
+            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL (also "
+                             "postgresql+psycopg2:// or postgresql+psycopg://; psycopg2 connects either way), got "
                              f"{_redact(self.url) if isinstance(self.url, str) else self.url!r}")
         tables = (self.tables,) if isinstance(self.tables, str) else tuple(self.tables or ())
         tables = tuple(t if isinstance(t, str) and "." in t else f"public.{t}" if isinstance(t, str) else t
@@ -377,4 +396,5 @@ class PostgresCdcSource(UnboundedSource):
         super().__post_init__()
 
     def describe(self) -> str:
-        return f"PostgreSQL changes of {', '.join(self.tables)} at {_redact(self.url)} (slot {self.slot_name})"
+        at = f"connection {self.conn_id}" if self.conn_id else _redact(self.url)
+        return f"PostgreSQL changes of {', '.join(self.tables)} at {at} (slot {self.slot_name})"

@@ -16,20 +16,23 @@ Three steps, the same for `execute()`, `execute_local()` and the Airflow tasks:
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import FileSink
-from airflow_flinkchain.runtime.connectors.published import (Publication, publish_staged, publisher_of,
-                                                            write_descriptor)
+from airflow_flinkchain.runtime.connectors.checkpoint_publication import (current_sinks, publish_sinks,
+                                                                          published_name)
+from airflow_flinkchain.runtime.connectors.published import check_publishable, publisher_of, write_descriptor
 from airflow_flinkchain.runtime.connectors.unbounded import confirm_committed, plan_stream_source, stream_scope
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
-                                                             SubtaskCheckpointFiles, chain_dir, operator_file,
-                                                             sink_dir, write_json)
-from airflow_flinkchain.runtime.exchange.checkpoint_check import verify_checkpoint
-from airflow_flinkchain.runtime.exchange.layout import Location, replace
+                                                             SubtaskCheckpointFiles, chain_dir, chain_dir_name, digest,
+                                                             new_stream_id, operator_file, published_part_name,
+                                                             sink_dir, stream_id_of, write_json)
+from airflow_flinkchain.runtime.exchange.checkpoint_check import all_files, verify_checkpoint
+from airflow_flinkchain.runtime.exchange.layout import Location, move, replace_tree
 
 #: checkpoints kept: the latest and the one it was built on (a re-run of the latest restarts there)
 HISTORY = 100
@@ -50,6 +53,7 @@ class StreamRun:
     seq: int = 1  # the run's number in the stream (sink part names)
     expected_latest: Optional[int] = None  # the latest checkpoint at begin; the commit requires it still is
     allow_non_restored_state: bool = False
+    stream_id: str = ""  # the stream's identity (checkpoints.new_stream_id; "" for a stream begun without one)
 
     @property
     def area(self) -> CheckpointArea:
@@ -64,6 +68,12 @@ class StreamRun:
                                  "setup step calls begin_stream_run() first, or the run was discarded by a later run")
         recorded = CheckpointArea(checkpoint_dir).read_doc(doc, f"the record of stream run {run_id!r}")
         return cls(**{f.name: recorded[f.name] for f in fields(cls) if f.name in recorded})
+
+    def verify_base(self) -> None:
+        """Every file the run restores present with the size and SHA-256 its manifest records
+        (CheckpointFileError naming the first that is not)."""
+        if self.base is not None:
+            verify_checkpoint(self.area, self.base)
 
     def base_manifest(self) -> Optional[dict]:
         if self.base is None:
@@ -83,12 +93,15 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
                              "be the same path in every run")
     if job.stream_graph.runtime_mode != "streaming":
         raise StreamRunError(f"pipeline {job.pipeline!r}: a checkpoint_dir needs runtime_mode='streaming'")
+    check_publishable((n.function, f"sink {n.name!r}") for n in job.stream_graph.nodes
+                      if n.kind is OperatorKind.SINK)
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:
-        publish_sinks(area, latest["checkpoint"])  # roll forward a commit interrupted after its commit point
-        _confirm_sources(job, checkpoint_dir, area.manifest(latest["checkpoint"]))
         verify_checkpoint(area, latest["checkpoint"])  # fail here, naming the file, rather than in a chain
+        publish_sinks(area, latest["checkpoint"], current_sinks(job))  # roll forward an interrupted commit
+        _confirm_sources(job, checkpoint_dir, area.manifest(latest["checkpoint"]))
+    stream_id = stream_id_of(area.manifest(latest["checkpoint"])) if latest is not None else new_stream_id()
     history = dict(latest["history"]) if latest else {}
     if latest is not None and run_id == latest["run_id"]:
         _check_outputs_replaceable(area, latest, job)
@@ -103,7 +116,7 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
     for staged in _run_dirs(area):  # runs that never committed, and an earlier try of this one
         staged.delete()
     run = StreamRun(checkpoint_dir, run_id, bool(drain), base, seq,
-                    latest["checkpoint"] if latest else None, bool(allow_non_restored_state))
+                    latest["checkpoint"] if latest else None, bool(allow_non_restored_state), stream_id)
     _check_restored_state(job, run)
     write_json(area.run(run_id).join(RUN_DOC), {**asdict(run), "started_at": _now()})
     return run
@@ -209,8 +222,10 @@ class ChainStreamStep:
         its watermark, whether it holds state and its snapshot size, per source the positions
         it reached and the ranges this run read."""
         operators: dict[str, dict] = {}
+        files: dict[str, dict] = {}  # relative to the chain's directory (shared files: their URI) -> digest
         for r in sorted(reports, key=lambda r: r["subtask"]):
             for key, s in (r.get("snapshots") or {}).items():
+                files.update(s.get("files") or {})
                 o = operators.setdefault(key, {"chain": self.chain.id, "parallelism": self.chain.parallelism,
                                                "stateful": False, "watermark": None, "bytes": 0, "written": 0,
                                                "max_parallelism": s.get("max_parallelism"), "shared": []})
@@ -222,13 +237,14 @@ class ChainStreamStep:
                     o["watermark"] = s["watermark"] if o["watermark"] is None else min(o["watermark"], s["watermark"])
         for key, sink in self.sinks.items():
             sink["records"] = sum(int((r.get("written") or {}).get(key, 0)) for r in reports)
-        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
-               "sinks": self.sinks}
         for key, descriptor in self.published.items():
             write_descriptor(sink_dir(self.stage, key), descriptor)
+        files.update(staged_sink_digests(self.stage))
+        doc = {"chain": self.chain.id, "operators": operators, "sources": self.positions, "read": self.read,
+               "sinks": self.sinks, "files": files}
         write_json(self.stage.join(CHAIN_DOC), doc)
         final = chain_dir(self.run.area.run(self.run.run_id), self.chain.id)
-        replace(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
+        replace_tree(self.stage, final, self.run.area.run(self.run.run_id).join("_trash"))
         return doc
 
     def staged_outputs(self, outputs: list) -> list:
@@ -246,30 +262,35 @@ def commit_stream_run(job, run: StreamRun) -> dict:
     commit point), then the file sinks are published. Returns the manifest. Done again
     after an interruption (a retried commit step), it finishes what the first try began."""
     area = run.area
-    latest = area.read_latest()
+    latest, version = area.read_latest_versioned()
     if (latest is not None and latest["checkpoint"] != run.expected_latest and latest["run_id"] == run.run_id
             and latest["base"] == run.base):  # committed already: finish the publication
-        publish_sinks(area, latest["checkpoint"])
+        publish_sinks(area, latest["checkpoint"], current_sinks(job))
         return _confirm_sources(job, run.checkpoint_dir, area.manifest(latest["checkpoint"]))
     if (latest["checkpoint"] if latest else None) != run.expected_latest:
         raise StreamRunError(f"stream run {run.run_id!r}: checkpoint {latest and latest['checkpoint']} was committed "
                              f"by run {latest and latest['run_id']!r} while this run was going on; concurrent runs "
                              "of one stream are refused (Airflow: max_active_runs=1)")
     staged = area.run(run.run_id)
-    if not staged.exists():
-        moved = _moved_but_not_pointed_at(area, run, latest)
-        if moved is not None:
-            return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, moved, latest))
-    docs = {}
+    # moved into place before an interruption (on an object store the staging may still be
+    # partly there: its copy finished, its deletion did not)
+    moved = _moved_but_not_pointed_at(area, run, latest)
+    if moved is not None:
+        return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, moved, latest, version))
+    docs, files = {}, {}
     for chain in job.chains:
         doc = chain_dir(staged, chain.id).join(CHAIN_DOC)
         if not doc.exists():
             raise StreamRunError(f"stream run {run.run_id!r}: chain {chain.id!r} did not finish; the run cannot commit")
+        data = doc.read_bytes()
         docs[chain.id] = area.read_doc(doc, f"the staged document of chain {chain.id!r}")
-    n = max(area.checkpoints() + [0]) + 1
-    manifest = {"pipeline": job.pipeline, "run_id": run.run_id, "checkpoint": n, "base": run.base, "seq": run.seq,
-                "drained": run.drain, "committed_at": _now(), "operators": {}, "sources": {}, "sinks": {},
-                "chains": {}}
+        files.update(_in_checkpoint(chain_dir_name(chain.id), docs[chain.id].get("files", {})))
+        files[f"{chain_dir_name(chain.id)}/{CHAIN_DOC}"] = digest(data)
+    n = _next_checkpoint_id(area, latest)
+    manifest = {"pipeline": job.pipeline, "stream_id": run.stream_id, "run_id": run.run_id, "checkpoint": n,
+                "base": run.base, "seq": run.seq, "drained": run.drain, "committed_at": _now(), "operators": {},
+                "sources": {}, "sinks": {}, "chains": {}, "files": files,
+                "history": _history_with(latest, run.run_id, n)}
     for chain_id, doc in docs.items():
         manifest["operators"].update(doc["operators"])
         manifest["sources"].update(doc["sources"])
@@ -277,15 +298,38 @@ def commit_stream_run(job, run: StreamRun) -> dict:
             staged_parts = sink_dir(chain_dir(staged, chain_id), key)
             parts = sorted(p.rsplit("/", 1)[-1] for p in staged_parts.list_files()) if staged_parts.exists() else []
             manifest["sinks"][key] = {**sink, "chain": chain_id,
-                                      "files": [published_name(run.seq, name) for name in parts]}
+                                      "files": [published_part_name(run.seq, name, run.stream_id)
+                                                for name in parts]}
         manifest["chains"][chain_id] = {"state_bytes": sum(o["bytes"] for o in doc["operators"].values())}
     for leftover in ("_attempts", "_trash"):
         if staged.join(leftover).exists():
             staged.join(leftover).delete()
     write_json(staged.join(MANIFEST), manifest)  # before the move: a moved run always has its manifest
+    _claim(area, run, n)
     final = area.checkpoint(n)
-    final.fs.move(staged.path, final.path)
-    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, run, n, latest))
+    move(staged, final)  # on an object store a copy, the manifest last
+    return _confirm_sources(job, run.checkpoint_dir, _point_at(area, job, run, n, latest, version))
+
+
+def _concurrent(run: StreamRun, what: str) -> StreamRunError:
+    return StreamRunError(f"stream run {run.run_id!r} of the stream in {run.checkpoint_dir!r}: {what} by another run "
+                          "while this run was going on; concurrent runs of one stream are refused (Airflow: "
+                          "max_active_runs=1); this run committed nothing - start a new run")
+
+
+def _claim(area: CheckpointArea, run: StreamRun, n: int) -> None:
+    """Create checkpoint n's claim (if absent): of two runs about to write into chk-n, one is refused."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict, conditional_store
+
+    claim = area.claim(n)
+    store = conditional_store(claim)
+    mine = json.dumps({"run_id": run.run_id, "base": run.base}).encode()
+    try:
+        store.create_if_absent(claim, mine)
+    except CommitConflict:
+        data, _ = store.read(claim)
+        if data != mine:  # this run's own claim, from a try interrupted before its pointer
+            raise _concurrent(run, f"checkpoint {area.checkpoint_name(n)} was claimed") from None
 
 
 def _confirm_sources(job, checkpoint_dir: str, manifest: dict) -> dict:
@@ -309,16 +353,41 @@ def _moved_but_not_pointed_at(area: CheckpointArea, run: StreamRun, latest: Opti
     return None
 
 
-def _point_at(area: CheckpointArea, run: StreamRun, n: int, latest: Optional[dict]) -> dict:
-    """The commit point (the pointer), then the publication and the retention."""
+def _next_checkpoint_id(area: CheckpointArea, latest: Optional[dict]) -> int:
+    """Above every checkpoint present and every one the stream committed: after `flinkchain
+    checkpoints --restore N` the next run does not take the id of a dropped checkpoint, whose
+    publication a sink recorded (it would find it "published already" and write nothing)."""
+    committed = [c for _, c in (latest or {}).get("history", [])]
+    return max(area.checkpoints() + committed + [0]) + 1
+
+
+def _history_with(latest: Optional[dict], run_id: str, n: int) -> list:
+    """The stream's committed runs [[run_id, checkpoint]] with run `run_id` committing n: in the
+    pointer and in each manifest (`flinkchain checkpoints --restore` keeps it from there when
+    the pointer is damaged, so an old run stays refused)."""
     history = dict(latest["history"]) if latest else {}
-    history[run.run_id] = n
-    area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
-                       "seq": run.seq, "history": list(history.items())[-HISTORY:]})
-    publish_sinks(area, n)
+    history.pop(run_id, None)
+    history[run_id] = n
+    return [list(h) for h in list(history.items())[-HISTORY:]]
+
+
+def _point_at(area: CheckpointArea, job, run: StreamRun, n: int, latest: Optional[dict],
+              version: Optional[str]) -> dict:
+    """The commit point (the pointer, replaced only if it is still the version read), then
+    the publication and the retention."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict
+
+    try:
+        area.write_latest({"checkpoint": n, "dir": area.checkpoint_name(n), "run_id": run.run_id, "base": run.base,
+                           "seq": run.seq, "history": _history_with(latest, run.run_id, n)}, version)
+    except CommitConflict:
+        raise _concurrent(run, "the stream's latest checkpoint was replaced") from None
+    publish_sinks(area, n, current_sinks(job))
     for old in area.checkpoints():  # keep the latest and its base
         if old not in (n, run.base):
             area.checkpoint(old).delete()
+            if area.claim(old).exists():
+                area.claim(old).delete()
     _drop_unreferenced_shared_files(area, [n] + ([run.base] if run.base is not None else []))
     return area.manifest(n)
 
@@ -335,40 +404,19 @@ def _drop_unreferenced_shared_files(area: CheckpointArea, retained: list[int]) -
             area.shared().fs.delete_file(path)
 
 
-def publish_sinks(area: CheckpointArea, n: int) -> list[str]:
-    """Move the staged parts of checkpoint n's file sinks onto their final names
-    `part-{seq:06d}-{k:05d}.{ext}` (done again after an interruption: what was moved is gone);
-    hand the staged records of its published sinks to their publishers (which write nothing
-    for a checkpoint they published already), then drop them."""
-    chk = area.checkpoint(n)
-    if not chk.join(MANIFEST).exists():
-        return []
-    manifest = area.manifest(n)
-    published = []
-    for key, sink in manifest["sinks"].items():
-        staged = sink_dir(chain_dir(chk, sink["chain"]), key)
-        if not staged.exists():
-            continue
-        if sink.get("publish"):
-            publish_staged(staged, Publication(manifest["pipeline"], key, n, f"sink {key!r}", manifest["run_id"]))
-            staged.delete()
-            published.append(sink["target"])
-            continue
-        target = Location(sink["target"])
-        target.makedirs()
-        for path in staged.list_files():
-            final = target.join(published_name(manifest["seq"], path.rsplit("/", 1)[-1]))
-            target.fs.move(path, final.path)
-            published.append(final.uri)
-        staged.delete()
-    return published
+def staged_sink_digests(chain_base: Location) -> dict:
+    """{path relative to the chain's directory: digest} of every staged sink file of a chain."""
+    sinks = chain_base.join("sinks")
+    out = {}
+    for path in all_files(sinks):
+        out["sinks" + path[len(sinks.path):]] = digest(Location(sinks.uri + path[len(sinks.path):]).read_bytes())
+    return out
 
 
-def published_name(seq: int, staged_name: str) -> str:
-    """The final name of a staged sink part: the run's sequence number first, so that runs
-    never overwrite each other's parts."""
-    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
-    return f"part-{seq:06d}-{rest}"
+def _in_checkpoint(prefix: str, files: dict) -> dict:
+    """A chain document's file digests keyed as the manifest keys them: relative to the
+    checkpoint directory (shared files keep their URI)."""
+    return {(name if name.startswith("/") or "://" in name else f"{prefix}/{name}"): d for name, d in files.items()}
 
 
 def published_sinks(manifest: dict) -> dict:

@@ -172,3 +172,41 @@ def test_re_running_a_run_that_is_not_the_latest_is_refused(tmp_path, monkeypatc
     recorded = store.get_run_metrics("clicks", "r1")
     assert recorded["state"] == "failed" and "only the latest run can be re-run" in recorded["error"], recorded
     assert begin(job, spec, run("r2"), {"params": {"drain": False}}, False, log)["seq"] == 2
+
+
+@pytest.mark.parametrize("begun", [False, True])
+def test_the_setup_task_verifies_what_the_run_restores_before_any_chain(tmp_path, begun):
+    """A truncated shared key-group file of the base checkpoint: the setup task fails (no
+    retry) naming the key group, the operator and the way out, before any chain task runs,
+    also when it re-runs for a run begun already (a cleared chain clears its setup)."""
+    import glob
+    import logging
+    from types import SimpleNamespace
+
+    from airflow_flinkchain.airflow.compat import AirflowFailException
+    from airflow_flinkchain.airflow.spec import pipeline_spec
+    from airflow_flinkchain.airflow.stream_runs import begin
+    from flinkchain_stream_runs import click_slices, drop_slice
+
+    where = {"input_dir": str(tmp_path / "in"), "output_dir": str(tmp_path / "out"),
+             "checkpoint_dir": str(tmp_path / "ckpt")}
+    for k, part in enumerate(click_slices(n_slices=2, per_slice=10)):
+        drop_slice(where["input_dir"], k, part)
+        stream_runs_pipeline(**where).execute_local(run_id=f"r{k + 1}")
+    p = stream_runs_pipeline(**where)
+    job = p.plan()
+    spec = pipeline_spec(job, p.settings, checkpoint_dir=p.checkpoint_dir)
+    run = SimpleNamespace(dag_id="clicks", run_id="r3", run_key="r3")
+    log = logging.getLogger("test")
+    if begun:
+        begin(job, spec, run, {"params": {"drain": False}}, False, log)
+    key_group = sorted(glob.glob(str(tmp_path / "ckpt" / "shared" / "*" / "kg-*.pkl")))[0]
+    with open(key_group, "r+b") as f:
+        f.truncate(3)
+    operator = os.path.basename(os.path.dirname(key_group))
+    with pytest.raises(AirflowFailException,
+                       match=rf"run 'r3': key group \d+ of operator '{operator}' \(shared file of chk-000002\) "
+                             rf"{key_group} is damaged \(3 bytes where the manifest says \d+\): restore an earlier "
+                             r"checkpoint"):
+        begin(job, spec, run, {"params": {"drain": False}}, False, log)
+    assert os.path.exists(tmp_path / "ckpt" / "_runs" / "r3") == begun  # nothing staged by a chain

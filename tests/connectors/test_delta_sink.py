@@ -11,6 +11,7 @@ import pytest
 
 from airflow_flinkchain import StreamPipeline
 from airflow_flinkchain.io.sinks import DeltaSink
+from airflow_flinkchain.runtime.exchange.checkpoints import CheckpointArea
 from airflow_flinkchain.runtime.stream_run import StreamRunError
 from tests.conformance_cases import first_field, sum_values, watermark_strategy, window_assigner
 from tests.connectors.kill_runs import runs_killed_and_retried
@@ -45,7 +46,9 @@ def pipeline(name: str, log: str, ckpt, windows, totals, fail=None) -> StreamPip
 
 
 def table_rows(path) -> list:
-    return deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    from airflow_flinkchain.runtime.connectors.delta import pyarrow_dataset
+
+    return pyarrow_dataset(deltalake.DeltaTable(str(path)), str(path)).to_table().to_pylist()
 
 
 def expected(tmp_path, records) -> tuple[Counter, dict]:
@@ -81,7 +84,10 @@ def test_n_runs_and_a_drain_equal_one_streaming_run_one_commit_per_run(tmp_path,
     assert len(commits) == len(table.history())  # every commit is one run's publication
     assert len(commits) <= n + 1
     sink_key = next(k for k in (commits[0].get("flinkchain.sink"),))
-    assert table.transaction_version(f"flinkchain/delta/{sink_key}") == n + 1  # the drain's checkpoint
+    area = CheckpointArea(ckpt)
+    stream_id = area.manifest(area.read_latest()["checkpoint"])["stream_id"]
+    assert {c["flinkchain.stream"] for c in commits} == {stream_id}
+    assert table.transaction_version(f"flinkchain/delta/{sink_key}/{stream_id}") == n + 1  # the drain's checkpoint
 
 
 def test_a_repeated_publication_writes_nothing_and_rerunning_a_published_run_is_refused(tmp_path):

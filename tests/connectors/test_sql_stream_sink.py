@@ -115,9 +115,65 @@ def test_the_airflow_commit_step_resolves_a_sink_conn_id(tmp_path, monkeypatch):
         url = __import__("os").environ[conn_url_env("shop_db")]
     assert "db.example:5432/shop" in url and "secret" in url
     assert conn_url_env("shop_db") not in __import__("os").environ
-    with pytest.raises(Exception, match="conn_id='shop_db' is an Airflow connection"):
-        p.execute_local(run_id="r0")  # the URL is missing when publishing: after the commit point
-    assert json.loads((tmp_path / "ckpt" / "_latest.json").read_text())["run_id"] == "r0"
+    with pytest.raises(Exception, match="sink 'events': conn_id='shop_db' is an Airflow connection"):
+        p.execute_local(run_id="r0")  # the URL is missing: the run's begin fails, before its commit point
+    assert not (tmp_path / "ckpt" / "_latest.json").exists()
     monkeypatch.setenv(conn_url_env("shop_db"), f"sqlite:///{tmp_path / 's.db'}")
-    p.execute_local(run_id="r1")  # its begin publishes r0's output first; r1 read nothing new
+    p.execute_local(run_id="r1")
     assert table_rows(f"sqlite:///{tmp_path / 's.db'}", "events") == Counter({("a", 1, 100): 1, ("a", 2, 2000): 1})
+
+
+UNREACHABLE = "postgresql+psycopg2://postgres@127.0.0.1:1/test"  # nothing listens on port 1
+
+
+def rows_pipeline(name: str, log: str, ckpt: str, sink: SqlSink, sink_name: str = "events") -> StreamPipeline:
+    p = StreamPipeline(name, runtime_mode="streaming", checkpoint_dir=ckpt)
+    p.from_source(PartitionedLog(directory=log), name="log").uid("log").map(as_row).name("row") \
+        .sink_to(sink, name=sink_name)
+    return p
+
+
+def test_a_pending_publication_is_repaired_by_fixing_the_dag_file(tmp_path):
+    """The publication after the commit point fails (the sink's database cannot be reached): the
+    output stays staged in the committed checkpoint; the DAG file's sink fixed (same name and
+    table, another URL), the next run's begin publishes it with the current settings."""
+    from airflow_flinkchain.runtime.connectors.published import PublicationError
+
+    log, ckpt, good = str(tmp_path / "log"), str(tmp_path / "ckpt"), f"sqlite:///{tmp_path / 'shop.db'}"
+    append(log, "p0", [("a", 1, 100), ("b", 2, 200)])
+    with pytest.raises(PublicationError, match=r"sink 'events': publishing the output of committed checkpoint "
+                                               r"chk-000001 to SQL table events on .* failed \(OperationalError: .*\); "
+                                               r"the next run \(or a retry of the commit step\) publishes it again "
+                                               r"with the settings of sink 'events' in the DAG file: fix them there"):
+        rows_pipeline("pending", log, ckpt, SqlSink("events", url=UNREACHABLE)).execute_local(run_id="r0")
+    assert json.loads((tmp_path / "ckpt" / "_latest.json").read_text())["run_id"] == "r0"
+    with pytest.raises(PublicationError):  # the DAG file unchanged: stuck, saying so
+        rows_pipeline("pending", log, ckpt, SqlSink("events", url=UNREACHABLE)).execute_local(run_id="r1")
+    append(log, "p0", [("c", 3, 300)])
+    rows_pipeline("pending", log, ckpt, SqlSink("events", url=good)).execute_local(run_id="r1")
+    assert table_rows(good, "events") == Counter({("a", 1, 100): 1, ("b", 2, 200): 1, ("c", 3, 300): 1})
+
+
+def test_a_pending_publication_of_a_sink_the_pipeline_no_longer_has_names_the_way_out(tmp_path):
+    """The failing sink renamed in the DAG file: the recorded settings are used, and the error
+    says to put the sink back or to restore the checkpoint before (whose run then reads the
+    input again and publishes it to the pipeline's current sinks) - which works."""
+    from airflow_flinkchain.cli import main
+    from airflow_flinkchain.runtime.connectors.published import PublicationError
+
+    log, ckpt, good = str(tmp_path / "log"), str(tmp_path / "ckpt"), f"sqlite:///{tmp_path / 'shop.db'}"
+    append(log, "p0", [("a", 1, 100)])
+    rows_pipeline("moved", log, ckpt, SqlSink("events", url=good)).execute_local(run_id="r0")
+    append(log, "p0", [("b", 2, 200)])
+    with pytest.raises(PublicationError):
+        rows_pipeline("moved", log, ckpt, SqlSink("events", url=UNREACHABLE)).execute_local(run_id="r1")
+    renamed = rows_pipeline("moved", log, ckpt, SqlSink("events", url=good), sink_name="events_v2")
+    with pytest.raises(PublicationError, match=r"the pipeline has no sink 'events' of type SqlSink writing to "
+                                               r"'events' any more, so the settings recorded in chk-000002 were used: "
+                                               r"put the sink back under that name and target with working "
+                                               rf"settings, or `flinkchain checkpoints {ckpt} --restore 1` to drop "
+                                               r"chk-000002"):
+        renamed.execute_local(run_id="r2")
+    assert main(["checkpoints", ckpt, "--restore", "1"]) == 0
+    renamed.execute_local(run_id="r2")
+    assert table_rows(good, "events") == Counter({("a", 1, 100): 1, ("b", 2, 200): 1})

@@ -48,6 +48,15 @@ def truncate(path: str) -> None:
         f.write(data[: len(data) // 2])
 
 
+def flip_a_byte(path: str) -> None:
+    """The same size, another content."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[len(data) // 2] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
 # the file, how it is damaged, what the error says
 CASES = {
     "pointer truncated": ("_latest.json", truncate, r"the stream's pointer to its latest checkpoint .*_latest\.json is "
@@ -77,14 +86,39 @@ def test_a_missing_or_damaged_file_fails_the_run_before_any_chain(area, case):
         next_run(log, ckpt)
 
 
-@pytest.mark.parametrize("kind, pattern, message", [
+UNREADABLE = [
     ("operator snapshot", "chk-000002/chains/rolling/operators/rolling/subtask-00000.pkl",
      r"the snapshot of operator 'rolling', subtask 0, .*subtask-00000\.pkl is damaged"),
-    ("shared key group", "shared/rolling/kg-*.pkl", r"key group \d+ of operator 'rolling' \(shared file\) .*is damaged"),
-])
-def test_an_unreadable_snapshot_fails_the_chain_naming_it(area, kind, pattern, message):
-    """Present but unreadable: found when the subtask restores it (the run's begin checks presence only)."""
+    ("shared key group", "shared/rolling/kg-*.pkl",
+     r"key group \d+ of operator 'rolling' \(shared file.*\) .*is damaged"),
+]
+
+
+@pytest.mark.parametrize("kind, pattern, message", UNREADABLE)
+@pytest.mark.parametrize("damage", [truncate, flip_a_byte])
+def test_a_damaged_snapshot_fails_the_run_before_any_chain_naming_it(area, kind, pattern, message, damage):
+    """The manifest holds each file's size and SHA-256: the begin (the Airflow setup task)
+    reads them back before any chain runs."""
     log, ckpt, _ = area
+    for path in glob.glob(os.path.join(ckpt, pattern)):
+        damage(path)
+    with pytest.raises(CheckpointFileError, match=message + r" \((\d+ bytes where the manifest says \d+|its SHA-256 "
+                                                  r"differs from the manifest's)\).*" + WAY_OUT):
+        next_run(log, ckpt)
+    assert not os.path.exists(os.path.join(ckpt, "_runs", "r3"))  # not begun: no chain ran
+    assert main(["checkpoints", ckpt, "--verify"]) == 1
+
+
+@pytest.mark.parametrize("kind, pattern, message", UNREADABLE)
+def test_a_checkpoint_without_digests_fails_the_chain_naming_an_unreadable_snapshot(area, kind, pattern, message):
+    """A checkpoint committed before manifests held digests: the begin checks presence, the
+    subtask restoring the file finds it unreadable."""
+    log, ckpt, _ = area
+    manifest = os.path.join(ckpt, "chk-000002", "_manifest.json")
+    doc = json.load(open(manifest))
+    del doc["files"]
+    with open(manifest, "w") as f:
+        json.dump(doc, f)
     for path in glob.glob(os.path.join(ckpt, pattern)):
         truncate(path)
     with pytest.raises(ChainRunError, match=message + ".*" + WAY_OUT):
@@ -138,3 +172,49 @@ def test_an_operator_uid_starting_with_an_underscore_is_found(tmp_path):
     append(log, "p0", [("a", 2, 0)])
     assert [r[1] for r in run("r2")] == [3]
     assert main(["checkpoints", ckpt, "--verify"]) == 0
+
+
+@pytest.mark.parametrize("pointer", ["damaged", "intact"])
+def test_restore_keeps_the_committed_runs_so_an_old_run_stays_refused(area, pointer, capsys):
+    """--restore N rewrites the pointer but not the history: re-running r1 (committed, not the
+    latest) or r2 (its checkpoint dropped by the restore) is still refused; a new run goes on."""
+    from airflow_flinkchain.runtime.stream_run import StreamRunError
+
+    log, ckpt, outputs = area
+    if pointer == "damaged":
+        truncate(os.path.join(ckpt, "_latest.json"))
+        assert main(["checkpoints", ckpt, "--restore", "2"]) == 0
+    else:
+        assert main(["checkpoints", ckpt, "--restore", "1"]) == 0
+    capsys.readouterr()
+    history = json.load(open(os.path.join(ckpt, "_latest.json")))["history"]
+    assert [run for run, _ in history] == ["r1", "r2"]
+    for old in (["r1"] if pointer == "damaged" else ["r2"]):
+        with pytest.raises(StreamRunError, match=f"run '{old}' of pipeline 'p' committed checkpoint .* only the "
+                                                 "latest run can be re-run"):
+            next_run(log, ckpt, old)
+    assert main(["checkpoints", ckpt]) == 0
+    next_run(log, ckpt, "r3")
+
+
+def test_published_files_are_the_users_and_a_pending_part_is_checked(tmp_path):
+    """Parts a run published may be deleted (retention): the next run goes on. A part still
+    staged for a pending publication that is damaged fails the run naming the sink."""
+    log, ckpt, out = str(tmp_path / "log"), str(tmp_path / "ckpt"), tmp_path / "files"
+    append(log, "p0", [("a", 1, 100), ("a", 2, 2000)])
+    build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r1")
+    for part in out.iterdir():
+        part.unlink()
+    append(log, "p0", [("a", 3, 3500)])
+    build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r2")
+    # r2's part back in its checkpoint, as if killed before the publication, and damaged there
+    latest = json.load(open(os.path.join(ckpt, "_latest.json")))
+    manifest = json.load(open(os.path.join(ckpt, latest["dir"], "_manifest.json")))
+    (key, sink), = manifest["sinks"].items()
+    staged = os.path.join(ckpt, latest["dir"], "chains", sink["chain"], "sinks", key)
+    os.makedirs(staged)
+    for name in sink["files"]:
+        os.rename(out / name, os.path.join(staged, name.replace(f"part-000002-{manifest['stream_id']}-", "part-")))
+        truncate(os.path.join(staged, name.replace(f"part-000002-{manifest['stream_id']}-", "part-")))
+    with pytest.raises(CheckpointFileError, match=rf"the staged output of sink '{key}' in chk-000002 .*is damaged"):
+        build("p", log, ckpt, sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r3")

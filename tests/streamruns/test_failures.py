@@ -142,7 +142,7 @@ def test_publication_interrupted_after_the_commit_point_is_finished_by_the_next_
     staged = Path(sink_dir(chain_dir(Location(str(chk)), sink["chain"]), key).path)
     staged.mkdir(parents=True)
     for part in sorted(out.iterdir()):
-        os.rename(part, staged / part.name.replace("part-000001-", "part-"))
+        os.rename(part, staged / part.name.replace(f"part-000001-{manifest['stream_id']}-", "part-"))
     assert list(out.iterdir()) == []
     append(log, "p0", [("a", 3, 3500)])
     build("p", log, str(ckpt), sinks=("tumbling",), file_sink=str(out)).execute_local(run_id="r2")

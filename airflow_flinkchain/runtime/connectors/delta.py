@@ -3,15 +3,19 @@
 One publication = one Delta commit: an append (`write_deltalake(mode="append")`) or a
 merge (`DeltaTable.merge`, update all columns when the keys match, insert otherwise),
 carrying the application transaction (app id, checkpoint id) Spark's and delta-rs's
-writers use for idempotent streaming writes. Before writing, the table's recorded
-version for the app id is read: at or above the checkpoint id, the output is in the
-table already and nothing is written. Delta's optimistic concurrency makes a concurrent
-writer's commit and ours both land or ours retry; the transaction version is checked
-again by the conflict checker, so two publications of one checkpoint cannot both commit.
+writers use for idempotent streaming writes; the app id names the stream, pipeline and
+sink (`Publication.app_id`), so a stream started afresh never finds an earlier one's.
+Before writing, the table's recorded version for the app id is read: at or above the
+checkpoint id, the output is in the table already and nothing is written. Delta's
+optimistic concurrency makes a concurrent writer's commit and ours both land or ours
+retry; the transaction version is checked again by the conflict checker, so two
+publications of one checkpoint cannot both commit.
 """
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink
@@ -20,14 +24,43 @@ from airflow_flinkchain.runtime.connectors.base import ConnectorContext, registe
 from airflow_flinkchain.runtime.connectors.published import (BatchRun, BatchTableSink, Publication,
                                                             register_batch_writer, register_publisher)
 from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
+from airflow_flinkchain.runtime.exchange.storage import delta_storage_options
+
+
+def storage_of(table: Any) -> Optional[dict]:
+    """delta-rs storage options of a DeltaSink / DeltaSource: the storage layer's credentials
+    and endpoint, safe (conditional) commits on S3, then the descriptor's own options."""
+    return delta_storage_options(table.path, table.storage_options)
 
 
 def open_table(sink: DeltaSink) -> Optional[Any]:
     from deltalake import DeltaTable
 
-    if not DeltaTable.is_deltatable(sink.path, storage_options=sink.storage_options):
+    if not DeltaTable.is_deltatable(sink.path, storage_options=storage_of(sink)):
         return None
-    return DeltaTable(sink.path, storage_options=sink.storage_options)
+    return DeltaTable(sink.path, storage_options=storage_of(sink))
+
+
+def local_table_root(path: str) -> Optional[str]:
+    """The directory of a table on the local file system (a path or a file:// URI), else None."""
+    parsed = urllib.parse.urlparse(path)
+    if parsed.scheme == "file":
+        return urllib.parse.unquote(parsed.path)
+    return os.path.abspath(path) if not parsed.scheme else None
+
+
+def pyarrow_dataset(table: Any, path: str):
+    """The pyarrow dataset of a Delta table (`table` opened at `path`). A local table is read
+    through pyarrow's own LocalFileSystem: deltalake's default filesystem is a Python handler
+    whose buffers are Python objects, and a pre-buffered Parquet read can release the last of
+    them on an Arrow I/O thread while the interpreter exits, which aborts the process
+    ("terminate called without an active exception", exit 134; apache/arrow#34314)."""
+    root = local_table_root(path)
+    if root is None:
+        return table.to_pyarrow_dataset()
+    import pyarrow.fs as pafs
+
+    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()))
 
 
 def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
@@ -69,7 +102,7 @@ def append_or_merge(sink: DeltaSink, data: Any, table: Any, props: Any, merge: b
 
     if table is None or not merge:
         write_deltalake(sink.path, data, mode="append", partition_by=list(sink.partition_by or ()) or None,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
         return
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in sink.merge_keys)
     (table.merge(data, on, source_alias="s", target_alias="t", commit_properties=props)
@@ -91,6 +124,7 @@ def publish_delta(sink: DeltaSink, rows: list, publication: Publication) -> dict
     props = CommitProperties(
         app_transactions=[Transaction(app_id=publication.app_id, version=publication.checkpoint)],
         custom_metadata={"flinkchain.pipeline": publication.pipeline, "flinkchain.sink": publication.sink_key,
+                         "flinkchain.stream": publication.stream_id,
                          "flinkchain.checkpoint": str(publication.checkpoint)})
     append_or_merge(sink, data, table, props, merge=sink.mode != "append")
     return {"kind": "delta", "path": sink.path, "records": data.num_rows,
@@ -139,10 +173,10 @@ def write_delta_run(sink: DeltaSink, rows: list, run: BatchRun) -> dict:
     partition_by = list(sink.partition_by or ()) or None
     if table is None:
         write_deltalake(sink.path, data, mode="append", partition_by=partition_by,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
     else:
         write_deltalake(sink.path, data, mode="overwrite", predicate=predicate, partition_by=partition_by,
-                        storage_options=sink.storage_options, commit_properties=props)
+                        storage_options=storage_of(sink), commit_properties=props)
     return {**done, "records": data.num_rows, "version": open_table(sink).version()}
 
 
@@ -159,10 +193,10 @@ class DeltaVersions:
     def _table(self, version: Optional[int] = None):
         from deltalake import DeltaTable
 
-        if not DeltaTable.is_deltatable(self.source.path, storage_options=self.source.storage_options):
+        if not DeltaTable.is_deltatable(self.source.path, storage_options=storage_of(self.source)):
             raise LookupError(f"{self.where}: no Delta table at {self.source.path!r}; create it first (e.g. with a "
                               "DeltaSink) or fix the path")
-        return DeltaTable(self.source.path, version=version, storage_options=self.source.storage_options)
+        return DeltaTable(self.source.path, version=version, storage_options=storage_of(self.source))
 
     def initial_position(self, split_id: str) -> int:
         return 0
@@ -189,7 +223,7 @@ class DeltaVersions:
             added = [f for f in files if f not in before]
             before = set(files)
             if added:
-                dataset = self._table(version).to_pyarrow_dataset()
+                dataset = pyarrow_dataset(self._table(version), self.source.path)
                 by_path = {frag.path.rsplit("/", 1)[-1]: frag for frag in dataset.get_fragments()}
                 for name in sorted(added):
                     frag = by_path[name.rsplit("/", 1)[-1]]

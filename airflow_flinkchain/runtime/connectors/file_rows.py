@@ -38,10 +38,10 @@ def read_file_table(source: FileSource, path: str, where: str) -> tuple:
         fmt = pads.CsvFileFormat(parse_options=pacsv.ParseOptions(delimiter=sep), read_options=read,
                                  convert_options=convert)
     if options:
-        fix = ("drop them (a monitored source is read with pyarrow on every runner)" if source.monitor
-               else "run this pipeline with execute() (Spark)")
+        fix = ("drop them (a monitored source, or one on an object store, is read with pyarrow on every runner)"
+               if source.monitor or loc.is_object_store else "run this pipeline with execute() (Spark)")
         raise ValueError(f"{where}: option(s) {sorted(options)} of the {source.format} source are not supported "
-                         f"by execute_local() nor by monitored file sources; {fix}")
+                         f"by execute_local(), monitored file sources nor sources on object stores; {fix}")
     dataset = pads.dataset(loc.path, format=fmt, filesystem=loc.fs)
     # file by file, in name order: the files' boundaries are the source's splits (file_splits)
     fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)

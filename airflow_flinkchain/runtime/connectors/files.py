@@ -108,11 +108,16 @@ class FileSourceReader(SourceReader):
         return [part for _, part, _, _ in pieces], layout
 
     def for_parallelism(self, parallelism: int) -> SourceReader:
-        """Parquet files the subtasks read themselves (`parquet_batches`), else this reader."""
+        """Parquet files the subtasks read themselves (`parquet_batches`), any file source on an
+        object store too (`file_tables`: no S3 filesystem in Spark's JVM), else this reader."""
         from airflow_flinkchain.runtime.connectors.parquet_batches import ParquetBatchReader, direct_files
 
         files = direct_files(self.descriptor, self.path)
         if files is None:
+            if self.path is not None and Location(self.path).is_object_store:
+                from airflow_flinkchain.runtime.connectors.file_tables import ArrowFileReader
+
+                return ArrowFileReader(self.descriptor, self.path, self.label, parallelism)
             return self
         return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism)
 

@@ -1,7 +1,8 @@
 """Iceberg tables at run time (pyiceberg): publisher and batch writer of `IcebergSink`.
 
 Stream runs: one publication = one appended snapshot whose summary holds
-`flinkchain.app-id` (pipeline and sink) and `flinkchain.checkpoint`. Before appending, the
+`flinkchain.app-id` (stream, pipeline and sink: `Publication.app_id`), `flinkchain.stream`
+and `flinkchain.checkpoint`. Before appending, the
 current snapshot and its ancestors are searched for the app id: a checkpoint at or below
 the newest one found is in the table already and nothing is written (the check Flink's
 Iceberg committer makes with its max committed checkpoint id). The catalog commit is a
@@ -24,16 +25,20 @@ from airflow_flinkchain.runtime.connectors.published import (BatchRun, BatchTabl
 
 APP_ID = "flinkchain.app-id"
 CHECKPOINT = "flinkchain.checkpoint"
+STREAM = "flinkchain.stream"
 COMMIT_TRIES = 5
 
 
 def load_catalog(sink: IcebergSink, label: str):
     from pyiceberg.catalog import load_catalog as load
 
+    from airflow_flinkchain.runtime.exchange.storage import iceberg_io_properties
+
+    io = iceberg_io_properties()  # the storage layer's S3 settings for pyiceberg's pyarrow FileIO
     try:
         if isinstance(sink.catalog, str):
-            return load(sink.catalog)
-        return load(sink.catalog_name, **{k: str(v) for k, v in sink.catalog.items() if k != "name"})
+            return load(sink.catalog, **io)
+        return load(sink.catalog_name, **io, **{k: str(v) for k, v in sink.catalog.items() if k != "name"})
     except Exception as exc:  # pyiceberg raises ValueError, SQLAlchemy and driver errors alike
         raise RuntimeError(f"{label}: cannot open Iceberg catalog {sink.catalog_name!r} of {sink.describe()} "
                            f"({type(exc).__name__}: {exc}); check the catalog properties (type, uri, warehouse) "
@@ -135,6 +140,7 @@ def publish_iceberg(sink: IcebergSink, rows: list, publication: Publication) -> 
             data = arrow_records(sink, rows, table, label)
         try:
             table.append(data, snapshot_properties={APP_ID: app_id, CHECKPOINT: str(publication.checkpoint),
+                                                    STREAM: publication.stream_id,
                                                     "flinkchain.run-id": publication.run_id})
         except CommitFailedException:
             if attempt == COMMIT_TRIES - 1:

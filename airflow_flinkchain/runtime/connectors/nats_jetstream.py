@@ -41,13 +41,53 @@ def timestamp_ms(when: datetime.datetime) -> int:
     return (when - _EPOCH) // _MS
 
 
+def connect_options(source: NatsJetStreamSource, where: str) -> dict:
+    """nats.connect() arguments: the servers, or the Airflow connection `conn_id` handed over by
+    the chain task (its URI in the environment, as SQL connections'), a credentials file, TLS."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from airflow_flinkchain.runtime.connectors.sql import connection_url
+
+    opts: dict = {"servers": list(source.servers)}
+    extra: dict = {}
+    if source.conn_id:
+        u = urlsplit(connection_url(None, source.conn_id, where))
+        extra = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        if "__extra__" in extra:  # Airflow's URI form of a nested extra
+            extra = json.loads(extra["__extra__"])
+        scheme = "tls" if extra.get("tls_ca_file") or extra.get("tls_cert_file") else "nats"
+        opts["servers"] = [f"{scheme}://{u.hostname}:{u.port or 4222}"]
+        if u.username and u.password:
+            opts.update(user=unquote(u.username), password=unquote(u.password))
+        elif u.password or u.username or extra.get("token"):
+            opts["token"] = extra.get("token") or unquote(u.password or u.username)
+    creds = source.user_credentials or extra.get("user_credentials")
+    if creds:
+        opts["user_credentials"] = creds
+    ca, cert, key = (getattr(source, f) or extra.get(f) for f in ("tls_ca_file", "tls_cert_file", "tls_key_file"))
+    if ca or cert:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=ca)
+        if cert:
+            ctx.load_cert_chain(cert, key)
+        opts["tls"] = ctx
+    return opts
+
+
+def unquote(text: str) -> str:
+    from urllib.parse import unquote as unq
+
+    return unq(text)
+
+
 @register_unbounded(NatsJetStreamSource)
 class NatsJetStreamSplits:
     """discover / initial_position / read_split of one NatsJetStreamSource."""
 
     def __init__(self, source: NatsJetStreamSource):
         self.source = source
-        self.where = f"NatsJetStreamSource(stream={source.stream!r}) at {','.join(source.servers)}"
+        self.where = f"NatsJetStreamSource(stream={source.stream!r}) at {source.describe().rsplit(' at ', 1)[-1]}"
 
     def initial_position(self, split_id: str) -> int:
         return self.source.initial_position(split_id)
@@ -113,7 +153,7 @@ class NatsJetStreamSplits:
 
         try:
             # one attempt per server (allow_reconnect=False would retry the first connect forever)
-            return await asyncio.wait_for(nats.connect(servers=list(self.source.servers),
+            return await asyncio.wait_for(nats.connect(**connect_options(self.source, self.where),
                                                        connect_timeout=CONNECT_TIMEOUT_S, max_reconnect_attempts=1,
                                                        reconnect_time_wait=0.1, error_cb=quiet),
                                           timeout=CONNECT_TIMEOUT_S * (len(self.source.servers) + 1))

@@ -4,9 +4,11 @@ In a stream run the subtasks of such a sink write its records into the chain's s
 under the run (a single-channel dataset, as SQL sinks stage their rows), with the pickled
 descriptor beside them; they move with the run into checkpoint n. After the commit point
 `publish_staged` hands the records to the publisher registered for the descriptor type,
-with a `Publication` naming pipeline, sink and checkpoint: the publisher writes them in
-one transaction of the external system that records the checkpoint id, and writes nothing
-when it finds that id recorded already (a publication repeated after an interruption).
+with a `Publication` naming stream, pipeline, sink and checkpoint: the publisher writes them
+in one transaction of the external system that records the stream and the checkpoint id,
+and writes nothing when it finds that id recorded for that stream already (a publication
+repeated after an interruption). Another stream's records (the same pipeline started afresh,
+its checkpoint ids 1, 2, ... again) never match.
 
 Outside stream runs such a table sink may have a *batch writer* (`register_batch_writer`):
 the subtasks stage (`BatchTableSink`, Spark; in memory under execute_local) and the driver
@@ -16,7 +18,7 @@ hands the run's records to it once all succeeded; it replaces the rows of the ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SinkConnector, TypeRegistry
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
@@ -28,6 +30,7 @@ DESCRIPTOR = "_sink.pkl"
 
 _PUBLISHERS = TypeRegistry()  # publish(descriptor, rows, Publication) -> dict
 _BATCH_WRITERS = TypeRegistry()  # write(descriptor, rows, BatchRun) -> dict
+_CHECKS = TypeRegistry()  # check(descriptor, label): raises when the sink could not publish
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,20 @@ class Publication:
     checkpoint: int
     label: str
     run_id: str = ""
+    stream_id: str = ""  # "" for a stream begun without an identity (checkpoints.stream_id_of)
 
     @property
     def app_id(self) -> str:
-        """The id the external system records the checkpoint under (one per pipeline and sink)."""
-        return f"flinkchain/{self.pipeline}/{self.sink_key}"
+        """The id the external system records the checkpoint under: one per stream, pipeline and
+        sink (`flinkchain/{pipeline}/{sink}/{stream_id}`; a stream without an identity keeps
+        `flinkchain/{pipeline}/{sink}`, so its earlier records still match)."""
+        base = f"flinkchain/{self.pipeline}/{self.sink_key}"
+        return f"{base}/{self.stream_id}" if self.stream_id else base
+
+
+class PublicationError(RuntimeError):
+    """A committed checkpoint's output could not be published: the message names the sink, the
+    checkpoint, which settings were used and the way out."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,21 @@ def publisher_of(descriptor: Any) -> Optional[Callable]:
     return _PUBLISHERS.get(descriptor)
 
 
+def register_publish_check(descriptor_type: type) -> Callable:
+    """Decorator: `check(descriptor, label)` for a published sink type, raising an error that
+    names the sink when it could not publish (e.g. its database driver is missing)."""
+    return _CHECKS.register(descriptor_type)
+
+
+def check_publishable(sinks: Iterable[tuple]) -> None:
+    """Runs the check of each (descriptor, label): at a stream run's begin, so that a sink that
+    could not publish fails the run before its commit point, not after it."""
+    for descriptor, label in sinks:
+        check = _CHECKS.get(descriptor)
+        if check is not None:
+            check(descriptor, label)
+
+
 class StagedSinkConnector(SinkConnector):
     """A published sink inside a stream run's chain attempt: the subtasks stage, nothing is
     committed with the chain (the run's commit carries the staging into the checkpoint)."""
@@ -147,12 +174,31 @@ def staged_rows(location: Location, key: str) -> list:
     return rows
 
 
-def publish_staged(location: Location, publication: Publication) -> dict:
-    """Publish what `location` staged (idempotent by checkpoint id: see the module docstring)."""
+def read_descriptor(location: Location) -> Any:
+    """The sink descriptor staged beside its records (as the run that committed had it)."""
     import pickle
 
     with location.fs.open_input_stream(location.join(DESCRIPTOR).path) as f:
-        descriptor = pickle.loads(f.read())
+        return pickle.loads(f.read())
+
+
+def publication_target(descriptor: Any) -> str:
+    """What a published sink writes to, apart from how it connects: a Delta path, an Iceberg or
+    SQL table name."""
+    return str(getattr(descriptor, "path", None) or getattr(descriptor, "table", None) or descriptor.describe())
+
+
+def same_target(current: Any, recorded: Any) -> bool:
+    """Whether the sink the pipeline has now writes where the recorded one did (its connection
+    settings may differ: those are what a user fixes)."""
+    return type(current) is type(recorded) and publication_target(current) == publication_target(recorded)
+
+
+def publish_staged(location: Location, publication: Publication, descriptor: Any = None) -> dict:
+    """Publish what `location` staged (idempotent by stream and checkpoint id: see the module
+    docstring), with `descriptor`'s settings (default: the staged descriptor's)."""
+    if descriptor is None:
+        descriptor = read_descriptor(location)
     publish = publisher_of(descriptor)
     if publish is None:
         raise TypeError(f"{publication.label}: no publisher registered for {type(descriptor).__name__}")

@@ -18,14 +18,16 @@ import datetime
 import decimal
 import os
 import re
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
+from airflow_flinkchain.io.database_urls import check_driver
 from airflow_flinkchain.io.sinks import SqlSink
 from airflow_flinkchain.io.sources import SqlSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
-from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.published import (Publication, register_publish_check,
+                                                            register_publisher)
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
 
@@ -36,15 +38,22 @@ def conn_url_env(conn_id: str) -> str:
     return "FLINKCHAIN_SECRET_URL_" + re.sub(r"[^A-Za-z0-9]", "_", conn_id).upper()
 
 
-def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
-    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`."""
+def connection_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """`url`, or the URI the chain task handed over for the Airflow connection `conn_id`."""
+    url = url or os.environ.get(conn_url_env(conn_id))
     if url:
         return url
     env = conn_url_env(conn_id)
-    if os.environ.get(env):
-        return os.environ[env]
     raise RuntimeError(f"{where}: conn_id={conn_id!r} is an Airflow connection, resolved by the Airflow chain "
-                       f"task; outside Airflow set ${env} to its SQLAlchemy URL or pass url= instead")
+                       f"task; outside Airflow set ${env} to its URI or pass url= instead")
+
+
+def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`; its
+    driver checked (an error naming `where` and the package to install)."""
+    url = connection_url(url, conn_id, where)
+    check_driver(url, where)
+    return url
 
 
 @register_source(SqlSource)
@@ -73,6 +82,7 @@ class SqlSinkConnector(SinkConnector):
         self.label = ctx.label
         self.location = ctx.attempt.stage(ctx.key)
         self.dag_id = ctx.area.dag_id
+        resolve_url(descriptor.url, descriptor.conn_id, self.label)  # fails before the chain runs
 
     def create_writer(self, subtask: int) -> DatasetSinkWriter:
         return DatasetSinkWriter(DatasetWriter(self.location, f"stage:{self.key}", subtask, 1, channel_dirs=False,
@@ -98,7 +108,7 @@ class SqlSinkConnector(SinkConnector):
 
 @register_publisher(SqlSink)
 def publish_sql(sink: SqlSink, rows: list, publication: Publication) -> dict:
-    """A stream run's rows and its (pipeline, sink, checkpoint) record in one transaction."""
+    """A stream run's rows and its (stream, pipeline, sink, checkpoint) record in one transaction."""
     from airflow_flinkchain.runtime.exchange.schema import parse_output_type, records_to_batch
 
     label = publication.label
@@ -108,8 +118,15 @@ def publish_sql(sink: SqlSink, rows: list, publication: Publication) -> dict:
     n = commit_table(resolve_url(sink.url, sink.conn_id, label), sink.table, sink.run_id_column,
                      publication.run_id, rows, schema, label, dag_id_column=sink.dag_id_column,
                      dag_id=publication.pipeline,
-                     commit_record=(publication.pipeline, publication.sink_key, publication.checkpoint))
+                     commit_record=CommitRecord(publication.stream_id, publication.pipeline, publication.sink_key,
+                                                publication.checkpoint))
     return {"kind": "sql", "path": sink.table, "records": n}
+
+
+@register_publish_check(SqlSink)
+def check_sql_sink(sink: SqlSink, label: str) -> None:
+    """At a stream run's begin: the URL resolves and its driver is installed."""
+    resolve_url(sink.url, sink.conn_id, label)
 
 
 def read_query(url: str, query: str, params: dict) -> Iterator[dict]:
@@ -179,34 +196,55 @@ def _arrow_to_sa(t):
     return sa.Text()
 
 
-#: the table of the (pipeline, sink, checkpoint) records of stream runs' SQL publications
-COMMITS_TABLE = "flinkchain_commits"
+#: the (stream, pipeline, sink, checkpoint) records of stream runs' SQL publications
+COMMITS_TABLE = "flinkchain_stream_commits"
+#: the (pipeline, sink, checkpoint) records of streams begun before streams had an identity
+LEGACY_COMMITS_TABLE = "flinkchain_commits"
 
 
-def _commits_table(meta):
-    import sqlalchemy as sa
+class CommitRecord(NamedTuple):
+    """What a stream run's SQL publication records beside its rows (docs/stream-runs.md)."""
 
-    return sa.Table(COMMITS_TABLE, meta, sa.Column("pipeline", sa.String(250), primary_key=True),
-                    sa.Column("sink", sa.String(250), primary_key=True),
-                    sa.Column("checkpoint", sa.BigInteger, primary_key=True))
+    stream_id: str  # "" for a stream without an identity: recorded in LEGACY_COMMITS_TABLE
+    pipeline: str
+    sink: str
+    checkpoint: int
+
+    def table(self, meta):
+        import sqlalchemy as sa
+
+        key = [sa.Column("pipeline", sa.String(250), primary_key=True),
+               sa.Column("sink", sa.String(250), primary_key=True),
+               sa.Column("checkpoint", sa.BigInteger, primary_key=True)]
+        if not self.stream_id:
+            return sa.Table(LEGACY_COMMITS_TABLE, meta, *key)
+        return sa.Table(COMMITS_TABLE, meta, sa.Column("stream_id", sa.String(64), primary_key=True), *key)
+
+    def scope(self, table) -> list:
+        """The conditions selecting this stream's records of the sink."""
+        where = [table.c.pipeline == self.pipeline, table.c.sink == self.sink]
+        return where + ([table.c.stream_id == self.stream_id] if self.stream_id else [])
+
+    def row(self) -> dict:
+        row = {"pipeline": self.pipeline, "sink": self.sink, "checkpoint": self.checkpoint}
+        return {**row, "stream_id": self.stream_id} if self.stream_id else row
 
 
-def _recorded(conn, commit_record: tuple) -> bool:
-    """Whether the sink published this checkpoint (or a later one) already; creates the table."""
+def _recorded(conn, record: CommitRecord) -> bool:
+    """Whether the stream's sink published this checkpoint (or a later one) already; creates
+    the table."""
     import sqlalchemy as sa
 
     meta = sa.MetaData()
-    commits = _commits_table(meta)
+    commits = record.table(meta)
     meta.create_all(conn, tables=[commits])
-    pipeline, sink, checkpoint = commit_record
-    done = conn.execute(sa.select(sa.func.max(commits.c.checkpoint)).where(
-        commits.c.pipeline == pipeline, commits.c.sink == sink)).scalar()
-    return done is not None and done >= checkpoint
+    done = conn.execute(sa.select(sa.func.max(commits.c.checkpoint)).where(*record.scope(commits))).scalar()
+    return done is not None and done >= record.checkpoint
 
 
 def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: list[dict],
                  schema=None, where: str = "", dag_id_column: Optional[str] = None,
-                 dag_id: Optional[str] = None, commit_record: Optional[tuple] = None) -> int:
+                 dag_id: Optional[str] = None, commit_record: Optional[CommitRecord] = None) -> int:
     """In ONE transaction: delete this run's rows, insert `rows`. Returns rows inserted.
 
     A run is (dag id, run id) when `dag_id_column` is given and the table has it
@@ -214,9 +252,9 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
     and one DAG's retry must not delete the other's rows. A pre-existing table
     without that column is keyed by the run id alone.
 
-    `commit_record` (pipeline, sink key, checkpoint id; stream runs): the same transaction
-    first reads `COMMITS_TABLE` and writes nothing (returns 0) when that pipeline's sink has a
-    checkpoint at or above this one recorded, else records it with the rows."""
+    `commit_record` (stream runs): the same transaction first reads the commits table and
+    writes nothing (returns 0) when that stream's sink has a checkpoint at or above this one
+    recorded, else records it with the rows."""
     import sqlalchemy as sa
 
     reserved = {c for c in (run_id_column, dag_id_column) if c}
@@ -272,8 +310,7 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
                         "Make the records fit the table's columns and constraints (types, NOT NULL, unique "
                         "keys), e.g. with a filter or map before the sink, or change the table") from None
             if commit_record is not None:
-                conn.execute(_commits_table(sa.MetaData()).insert(), [dict(zip(("pipeline", "sink", "checkpoint"),
-                                                                                commit_record))])
+                conn.execute(commit_record.table(sa.MetaData()).insert(), [commit_record.row()])
         return len(rows)
     finally:
         engine.dispose()

@@ -271,7 +271,7 @@ def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = (), la
     """The input loop of a head fed batches: a batch operator takes them as they are; a
     source hands them on (counting its records) to what its output feeds."""
     from airflow_flinkchain.runtime.core.elements import Watermark, WatermarkStatus
-    from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+    from airflow_flinkchain.runtime.core.errors import READ_INPUT, ChainExecutionError
 
     if getattr(head, "takes_batches", False):
         take = head.process_batch
@@ -305,7 +305,7 @@ def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = (), la
     except ChainExecutionError:
         raise
     except Exception as exc:
-        raise head.error("process", exc) from exc
+        raise head.error(READ_INPUT, exc) from exc
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBatch:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from typing import Any, Optional
 
@@ -37,6 +38,24 @@ LATEST, MANIFEST, RUN_DOC, CHAIN_DOC = "_latest.json", "_manifest.json", "_run.j
 class CheckpointFileError(RuntimeError):
     """A file of the checkpoint area is missing or cannot be read: the message names the file,
     what it holds (operator, key group) and the way out."""
+
+
+def new_stream_id() -> str:
+    """The identity of a new stream, taken when its first run begins and kept in every
+    checkpoint's manifest (`stream_id`): the commit records of its published sinks hold it,
+    so a stream started afresh (checkpoint_dir deleted) never matches an earlier one's."""
+    return uuid.uuid4().hex
+
+
+def stream_id_of(manifest: Optional[dict]) -> str:
+    """The stream identity a checkpoint's manifest records; "" for a checkpoint written before
+    streams had one (its sinks' commit records keep the form they had: pipeline and sink)."""
+    return (manifest or {}).get("stream_id") or ""
+
+
+def digest(data: bytes) -> dict:
+    """What a manifest records of one file: {"size", "sha256"}."""
+    return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def way_out(checkpoint_dir: str) -> str:
@@ -95,10 +114,25 @@ class CheckpointArea:
 
     def read_latest(self) -> Optional[dict]:
         """The pointer to the latest committed checkpoint; None before the first commit."""
+        return self.read_latest_versioned()[0]
+
+    def read_latest_versioned(self) -> tuple[Optional[dict], Optional[str]]:
+        """(the pointer, its version for `write_latest`), (None, None) before the first commit."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
         loc = self.latest()
-        if not loc.exists():
-            return None
-        return self.read_doc(loc, "the stream's pointer to its latest checkpoint")
+        try:
+            data, token = conditional_store(loc).read(loc)
+        except OSError as exc:
+            raise CheckpointFileError(f"the stream's pointer to its latest checkpoint {loc.uri} cannot be read "
+                                      f"({exc}): {way_out(self.root.uri)}") from exc
+        if data is None:
+            return None, None
+        try:
+            return json.loads(data), token
+        except ValueError as exc:
+            raise CheckpointFileError(f"the stream's pointer to its latest checkpoint {loc.uri} is damaged "
+                                      f"({type(exc).__name__}: {exc}): {way_out(self.root.uri)}") from exc
 
     def read_doc(self, loc: Location, what: str) -> Any:
         """A JSON document of this area (manifest, chain document, run document)."""
@@ -107,13 +141,25 @@ class CheckpointArea:
     def manifest(self, n: int) -> dict:
         return self.read_doc(self.checkpoint(n).join(MANIFEST), f"the manifest of checkpoint {self.checkpoint_name(n)}")
 
-    def write_latest(self, doc: dict) -> None:
-        """Replace the pointer: written aside, then renamed over the old one (one rename:
-        atomic on POSIX and HDFS; a single PUT on object stores)."""
+    def latest_version(self) -> Optional[str]:
+        """The pointer's version as it is now, readable or not (an operator's restore replaces it)."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
+        return conditional_store(self.latest()).read(self.latest())[1]
+
+    def write_latest(self, doc: dict, token: Optional[str]) -> None:
+        """Replace the pointer read as version `token` (None: there was none), the commit point:
+        a conditional write (`conditional`), so of two runs committing at once one is refused
+        (CommitConflict)."""
+        from airflow_flinkchain.runtime.exchange.conditional import conditional_store
+
         final = self.latest()
-        tmp = final.sibling(f".{LATEST}.{uuid.uuid4().hex[:8]}")
-        tmp.write_text(json.dumps(doc, indent=1))
-        final.fs.move(tmp.path, final.path)
+        conditional_store(final).write(final, json.dumps(doc, indent=1).encode(), token)
+
+    def claim(self, n: int) -> Location:
+        """The object a run creates (if absent) before it moves its staging to checkpoint n: two
+        runs never write into one checkpoint directory."""
+        return self.root.join("_claims", self.checkpoint_name(n) + ".json")
 
     def shared(self) -> Location:
         """Key-group files referenced by the retained checkpoints (see SubtaskCheckpointFiles)."""
@@ -135,15 +181,49 @@ class CheckpointArea:
 
 def chain_dir(base: Location, chain_id: str) -> Location:
     """A chain's directory inside a checkpoint or a run's staging."""
-    return base.join("chains", path_segment(chain_id, "chain id"))
+    return base.join(chain_dir_name(chain_id))
+
+
+def chain_dir_name(chain_id: str) -> str:
+    """A chain's directory relative to its checkpoint (the manifest's `files` are keyed so)."""
+    return "chains/" + path_segment(chain_id, "chain id")
+
+
+def in_checkpoint(chk: Location, name: str) -> Location:
+    """A file of the manifest's `files`: relative to the checkpoint directory, or a shared
+    file's URI."""
+    return Location(name) if name.startswith("/") or "://" in name else chk.join(name)
 
 
 def operator_file(chain_base: Location, operator_key: str, subtask: int) -> Location:
-    return chain_base.join("operators", path_segment(operator_key, "operator key"), f"subtask-{subtask:05d}.pkl")
+    return chain_base.join(operator_file_name(operator_key, subtask))
+
+
+def operator_file_name(operator_key: str, subtask: int) -> str:
+    """An operator subtask's snapshot file, relative to its chain's directory."""
+    return f"operators/{path_segment(operator_key, 'operator key')}/subtask-{subtask:05d}.pkl"
 
 
 def sink_dir(chain_base: Location, sink_key: str) -> Location:
     return chain_base.join("sinks", path_segment(sink_key, "sink key"))
+
+
+def published_part_name(seq: int, staged_name: str, stream_id: str) -> str:
+    """The final name of a staged file-sink part (`part-{k:05d}.{ext}`) published by run `seq`
+    of stream `stream_id`: `part-{seq:06d}-{stream_id}-{k:05d}.{ext}`. The sequence number first:
+    runs of a stream never overwrite each other's parts; the stream id: a stream started afresh
+    (its seq 1 again) never overwrites an earlier stream's. A stream without an identity (begun
+    before streams had one) keeps `part-{seq:06d}-{k:05d}.{ext}`."""
+    rest = staged_name[len("part-"):] if staged_name.startswith("part-") else staged_name
+    return f"part-{seq:06d}-{stream_id}-{rest}" if stream_id else f"part-{seq:06d}-{rest}"
+
+
+def published_part_seq(name: str, stream_id: str) -> Optional[int]:
+    """The run sequence number of a part file that stream `stream_id` published, or None for
+    any other file (another stream's part included)."""
+    pattern = rf"part-(\d{{6}})-{re.escape(stream_id)}-\d+\." if stream_id else r"part-(\d{6})-\d+\."
+    match = re.fullmatch(pattern + r"[^-]*", name)
+    return int(match.group(1)) if match else None
 
 
 def holds_state(state: dict) -> bool:
@@ -176,6 +256,7 @@ class SubtaskCheckpointFiles:
         self.stage = stage
         self.shared = shared
         self._summary: dict = {}
+        self._shared_digests: dict = {}  # operator key -> {shared file uri: digest}
 
     def restore(self, operator_key: str, subtask: int) -> tuple[list, Optional[dict]]:
         former = self.restore_from.get(operator_key)
@@ -208,10 +289,12 @@ class SubtaskCheckpointFiles:
         state, total, written, refs = self._share_key_groups(operator_key, state)
         data = dumps_plan(state)
         operator_file(self.stage, operator_key, subtask).write_bytes(data)
+        files = {**self._shared_digests.pop(operator_key, {}),
+                 operator_file_name(operator_key, subtask): digest(data)}
         wm = state.get("watermark", MIN_WATERMARK_TS)
         keyed = state.get("keyed_state")
         self._summary[operator_key] = {"stateful": stateful, "bytes": len(data) + total,
-                                       "written": len(data) + written, "shared": refs,
+                                       "written": len(data) + written, "shared": refs, "files": files,
                                        "watermark": wm if wm > MIN_WATERMARK_TS else None,
                                        "max_parallelism": keyed["max_parallelism"] if keyed else None}
 
@@ -224,8 +307,10 @@ class SubtaskCheckpointFiles:
         directory = self.shared.join(path_segment(operator_key, "operator key"))
         for kg in sorted(set(keyed["key_groups"]) | set(timer_groups)):
             blob = dumps_plan({"state": keyed["key_groups"].get(kg), "timers": timer_groups.get(kg)})
-            loc = directory.join(f"kg-{int(kg):05d}-{hashlib.sha256(blob).hexdigest()[:24]}.pkl")
+            d = digest(blob)
+            loc = directory.join(f"kg-{int(kg):05d}-{d['sha256'][:24]}.pkl")
             total += len(blob)
+            self._shared_digests.setdefault(operator_key, {})[loc.uri] = d
             if not loc.exists():  # an unchanged key group is already there
                 loc.write_bytes(blob)
                 written += len(blob)

@@ -34,6 +34,7 @@ final path only ever holds one attempt's complete output.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from typing import Optional
@@ -41,6 +42,7 @@ from typing import Optional
 import pyarrow.fs as pafs
 
 from airflow_flinkchain.path_names import path_segment
+from airflow_flinkchain.runtime.exchange import storage
 
 PLAN_DIR, PLAN_FILE = "_plan", "plan.pkl"
 
@@ -65,7 +67,7 @@ class Location:
 
     def _resolve(self) -> None:
         if self._fs is None:
-            self._fs, self._path = pafs.FileSystem.from_uri(self.uri)
+            self._fs, self._path = storage.filesystem(self.uri)
 
     @property
     def fs(self) -> pafs.FileSystem:
@@ -80,6 +82,11 @@ class Location:
     @property
     def is_local(self) -> bool:
         return isinstance(self.fs, pafs.LocalFileSystem)
+
+    @property
+    def is_object_store(self) -> bool:
+        """No atomic rename here: commits are conditional writes of manifests."""
+        return storage.is_object_store(self.uri)
 
     def join(self, *parts: str) -> "Location":
         return Location("/".join([self.uri, *parts]))
@@ -119,6 +126,10 @@ class Location:
             rel = info.path[len(self.path):].lstrip("/")
             if info.type == pafs.FileType.File and not any(p.startswith((".", "_")) for p in rel.split("/")):
                 out.append(info.path)
+        if self.is_object_store:
+            published = published_files(self)
+            if published is not None:
+                out = [p for p in out if p in published]
         return sorted(out)
 
     def open_output(self):
@@ -126,7 +137,12 @@ class Location:
         return self.fs.open_output_stream(self.path)
 
     def write_bytes(self, data: bytes) -> None:
-        """Write via a temporary sibling and a rename, so readers never see half a file."""
+        """Write via a temporary sibling and a rename, so readers never see half a file (on an
+        object store one PUT is already all or nothing)."""
+        if self.is_object_store:
+            with self.fs.open_output_stream(self.path) as out:
+                out.write(data)
+            return
         tmp = self.sibling(f".{self.name}.{uuid.uuid4().hex}.tmp")
         with tmp.open_output() as out:
             out.write(data)
@@ -156,20 +172,106 @@ class Location:
         self._path = None
 
 
+def move(src: Location, dst: Location) -> None:
+    """Move a file or a directory. A rename on local and HDFS filesystems; on an object store
+    (no rename of a prefix) each object is copied, the directory's `_`-prefixed files last
+    (its manifest or markers, which readers check for completeness; the outermost last of
+    all), then the source deleted."""
+    if not src.is_object_store:
+        src.fs.move(src.path, dst.path)
+        return
+    info = src.fs.get_file_info(src.path)
+    if info.type == pafs.FileType.File:
+        src.fs.copy_file(src.path, dst.path)
+        src.fs.delete_file(src.path)
+        return
+    files = [i.path for i in src.fs.get_file_info(pafs.FileSelector(src.path, recursive=True))
+             if i.type == pafs.FileType.File]
+    # markers last, the outermost last of all (a checkpoint's manifest after its chains' documents)
+    rel = sorted((p[len(src.path):].lstrip("/") for p in files),
+                 key=lambda r: (any(s.startswith("_") for s in r.split("/")), -r.count("/"), r))
+    for r in rel:
+        src.fs.copy_file(src.join(r).path, dst.join(r).path)
+    if not rel:
+        dst.makedirs()
+    src.delete()
+
+
 def replace(staged: Location, final: Location, trash: Location) -> None:
-    """Commit one dataset: rename `staged` onto `final`, replacing what is there."""
+    """Commit one dataset: rename `staged` onto `final`, replacing what is there; on an object
+    store, a publication by manifest (`publish_by_manifest`)."""
+    if final.is_object_store:
+        publish_by_manifest(staged, final)
+        return
+    replace_tree(staged, final, trash)
+
+
+def replace_tree(staged: Location, final: Location, trash: Location) -> None:
+    """`staged` becomes `final` under the same names (a rename; on object stores a copy whose
+    `_`-prefixed files, the completeness markers, come last), the old `final` to the trash."""
     if not staged.exists():
         staged.makedirs()  # an output that got no records is still an (empty) committed dataset
     final.parent().makedirs()
     if final.exists():
         old = trash.join(uuid.uuid4().hex)
         trash.makedirs()
-        final.fs.move(final.path, old.path)
-        final.fs.move(staged.path, final.path)
+        move(final, old)
+        move(staged, final)
         old.delete()
         _drop_if_empty(trash)
     else:
-        final.fs.move(staged.path, final.path)
+        move(staged, final)
+
+
+#: the commit point of a dataset on an object store: {"files": [paths relative to its directory]}
+DATASET_MANIFEST = "_flinkchain_manifest.json"
+
+
+def published_files(loc: Location) -> Optional[set]:
+    """The paths (on `loc.fs`) of the committed files of the dataset at `loc` (or of the channel
+    directory `loc` of one), per its manifest; None where no manifest was published."""
+    for base in (loc, loc.parent()) if loc.name.startswith("channel=") else (loc,):
+        try:
+            doc = json.loads(base.join(DATASET_MANIFEST).read_bytes())
+        except FileNotFoundError:
+            continue
+        return {base.path + "/" + rel for rel in doc["files"]}
+    return None
+
+
+def publish_by_manifest(staged: Location, final: Location) -> None:
+    """Commit one dataset on an object store without a rename: the staged files are copied into
+    `final` under names carrying a fresh version token, then the manifest naming exactly them
+    is written conditionally (the commit point: readers resolve it, `Location.list_files`), then
+    the files of earlier versions and the staging are dropped. Killed before the manifest,
+    readers still see the earlier version; a concurrent publication makes one of the two fail."""
+    from airflow_flinkchain.runtime.exchange.conditional import CommitConflict, conditional_store
+
+    manifest = final.join(DATASET_MANIFEST)
+    store = conditional_store(manifest)
+    _, version = store.read(manifest)
+    token = uuid.uuid4().hex[:12]
+    names = []
+    for path in staged.list_files() if staged.exists() else []:
+        rel = path[len(staged.path):].lstrip("/")
+        folder, _, base = rel.rpartition("/")
+        stem, dot, ext = base.partition(".")
+        name = f"{folder + '/' if folder else ''}{stem}-{token}{dot}{ext}"
+        staged.fs.copy_file(path, final.join(name).path)
+        names.append(name)
+    try:
+        store.write(manifest, json.dumps({"files": sorted(names), "version": token}).encode(), version)
+    except CommitConflict:
+        for name in names:
+            final.fs.delete_file(final.join(name).path)
+        raise CommitConflict(f"dataset {final.uri} was published by another attempt at the same time; "
+                             "this attempt's output was dropped: retry the task") from None
+    keep = {final.join(n).path for n in names} | {manifest.path}
+    for info in final.fs.get_file_info(pafs.FileSelector(final.path, recursive=True)):
+        if info.type == pafs.FileType.File and info.path not in keep:
+            final.fs.delete_file(info.path)
+    if staged.exists():
+        staged.delete()
 
 
 def _drop_if_empty(loc: Location) -> None:

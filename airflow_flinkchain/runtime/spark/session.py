@@ -51,6 +51,12 @@ def get_or_create_spark(master: Optional[str] = None, app_name: str = "flinkchai
     for k, v in DEFAULT_CONF.items():
         if submitted is None or not submitted.contains(k):
             builder = builder.config(k, v)
+    from airflow_flinkchain.runtime.exchange.storage import executor_env_conf
+
+    # the storage settings of this driver's environment reach the executors' Python workers
+    for k, v in executor_env_conf().items():
+        if submitted is None or not submitted.contains(k):
+            builder = builder.config(k, v)
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
