@@ -287,8 +287,12 @@ class OperatorChain:
         if isinstance(inputs, ColumnarInput):
             self._build_handlers()
             return run_columnar(self.head, inputs,
-                                [op.start_split for op in self.all_operators if hasattr(op, "start_split")])
+                                [op.start_split for op in self.all_operators if hasattr(op, "start_split")],
+                                [op.read_splits for op in self.all_operators if hasattr(op, "read_splits")])
         if isinstance(inputs, SourceSplits):
+            for op in self.all_operators:
+                if hasattr(op, "read_splits"):
+                    op.guarded("open", lambda: op.read_splits(inputs.layout))
             inputs = inputs.records([op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         head, cell = self.head, self.cell
         self._build_handlers()
