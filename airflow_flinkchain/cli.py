@@ -1,4 +1,5 @@
-"""`flinkchain plan DAG_FILE [--format text|json|dot|mermaid] [--strategy flink|none]`;
+"""`flinkchain plan DAG_FILE [--format text|json|dot|mermaid] [--strategy flink|none]` (reads the
+footers of the Parquet files of sources that declare no schema, where they exist);
 `flinkchain checkpoints CHECKPOINT_DIR [--verify [N]] [--restore N] [--json]`.
 
 `checkpoints` lists the checkpoints of a stream's `checkpoint_dir` with their runs (and
@@ -178,7 +179,10 @@ def plan_command(path: Path, fmt: str, strategy: str) -> int:
     if not pipelines:
         print(f"flinkchain: no StreamPipeline found in {path}", file=sys.stderr)
         return EXIT_USAGE
-    print(render(plans, fmt))
+    from airflow_flinkchain.runtime.connectors.inferred_types import with_inferred_types
+
+    # the schemas of undeclared Parquet sources whose files exist (templated paths: when a run starts)
+    print(render([with_inferred_types(plan) for plan in plans], fmt))
     return EXIT_OK
 
 

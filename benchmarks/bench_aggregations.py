@@ -14,6 +14,8 @@ whole pipeline run (`execute_pipeline` on Spark) or one Spark query, records/s o
   window_streaming     the per-record window, STREAMING (reduce(add))
   window_streaming_vectorized  the window's .sum("v"), STREAMING (whole batches with their
                        per-record watermarks)
+  sum_undeclared, window_undeclared  sum_vectorized and window_vectorized over a ParquetSource
+                       that declares no output_type (its files' schema is read when the run starts)
 
 Targets (issue 25): sum_vectorized >= 0.5x spark_groupby; window_vectorized (BATCH) >= 0.5x
 spark_window; window_streaming_vectorized >= 0.25x spark_window. Every variant's result is
@@ -39,7 +41,8 @@ KEYS = 1000
 WINDOW_MS = 10_000
 ROW = {"k": "int64", "v": "int64", "ts": "int64"}
 VARIANTS = ("spark_groupby", "spark_window", "sum_vectorized", "sum_per_record", "window_vectorized",
-            "window_per_record", "window_streaming", "window_streaming_vectorized")
+            "window_per_record", "window_streaming", "window_streaming_vectorized", "sum_undeclared",
+            "window_undeclared")
 TARGETS = {"sum_vectorized_over_spark_groupby": 0.5, "window_vectorized_over_spark_window": 0.5,
            "window_streaming_vectorized_over_spark_window": 0.25}
 
@@ -70,13 +73,13 @@ def build(variant: str, path: str, out: str, parallelism: int):
 
     mode = "streaming" if variant.startswith("window_streaming") else "batch"
     p = StreamPipeline(f"bench_agg_{variant}", parallelism=parallelism, runtime_mode=mode)
-    s = p.from_source(ParquetSource(path), name="src", output_type=ROW)
+    s = p.from_source(ParquetSource(path), name="src", output_type=None if variant.endswith("_undeclared") else ROW)
     if variant.startswith("window"):
         strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(event_time)
         keyed = s.assign_timestamps_and_watermarks(strategy).name("timestamps").key_by(lambda r: r["k"])
         windowed = keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(WINDOW_MS)))
-        result = windowed.sum("v") if variant.endswith("vectorized") else windowed.reduce(add)
-    elif variant == "sum_vectorized":
+        result = windowed.sum("v") if variant.endswith(("vectorized", "undeclared")) else windowed.reduce(add)
+    elif variant in ("sum_vectorized", "sum_undeclared"):
         result = s.key_by(lambda r: r["k"]).sum("v")
     else:
         result = s.key_by(lambda r: r["k"]).reduce(add)
@@ -147,6 +150,8 @@ def run_aggregations(spark, tmp: str, records: int, parallelism: int, repeat: in
         "window_streaming_vectorized_over_window_streaming": med["window_streaming_vectorized"]
         / med["window_streaming"],
         "window_vectorized_over_window_per_record": med["window_vectorized"] / med["window_per_record"],
+        "sum_undeclared_over_spark_groupby": med["sum_undeclared"] / med["spark_groupby"],
+        "window_undeclared_over_spark_window": med["window_undeclared"] / med["spark_window"],
     }
     keyed, windowed = bench.results("spark_groupby"), bench.results("spark_window")
     equal = {v: bench.results(v) == (keyed if v.startswith("sum") else windowed)

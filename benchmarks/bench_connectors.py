@@ -188,7 +188,9 @@ def delta_sink(ctx: Ctx):
 def delta_count(ctx: Ctx) -> int:
     from deltalake import DeltaTable
 
-    return DeltaTable(ctx.path("sink_table")).to_pyarrow_table().num_rows
+    from airflow_flinkchain.runtime.connectors.delta import pyarrow_dataset
+
+    return pyarrow_dataset(DeltaTable(ctx.path("sink_table")), ctx.path("sink_table")).count_rows()
 
 
 # ---- SQL ----------------------------------------------------------------------------------------

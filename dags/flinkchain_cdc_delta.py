@@ -19,6 +19,10 @@ The source table: `public.orders(id int primary key, item text, qty int)` in the
 $FLINKCHAIN_CDC_URL (default postgresql://postgres@127.0.0.1:5432/test), on a server with
 wal_level=logical and a role with REPLICATION. Tables under $AIRFLOW_HOME/flinkchain/lake/,
 checkpoints under $AIRFLOW_HOME/flinkchain/checkpoints/. Parsing connects to nothing.
+
+DAGs: flinkchain_cdc_orders (every 10 minutes) and flinkchain_orders_gold (on the changelog's
+asset events; unpause it first). FLINKCHAIN_CDC_URL is read at parse time, so the dag-processor
+and the workers need it. docs/connectors-postgres-cdc.md ("Example") walks through it all.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(s3_server):
+    """Started after the S3 server: Spark's Python workers take the environment the session
+    started with (AWS_ENDPOINT_URL and the test credentials), as spark-submit's do."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from airflow_flinkchain.runtime.spark.session import get_or_create_spark

@@ -49,6 +49,7 @@ class PipelineSetupOperator(_PipelineTask):
         self.strategy = strategy  # the planner strategy the DAG was rendered with
 
     def execute(self, context) -> dict:
+        from airflow_flinkchain.runtime.connectors.inferred_types import with_inferred_types
         from airflow_flinkchain.runtime.spark.plan_file import dump_plan
 
         spec = self.pipeline_spec
@@ -64,6 +65,7 @@ class PipelineSetupOperator(_PipelineTask):
             check_spark_connection(conn_id, self._where())
         run = self._run(context)
         run.location(run.area).makedirs()
+        job_graph = with_inferred_types(job_graph, self._source_paths(job_graph, context, run))
         dump_plan(job_graph, run.plan_path)  # atomic: a re-run replaces it, chains never see half a plan
         stream = None
         if spec.checkpoint_dir:
@@ -79,6 +81,21 @@ class PipelineSetupOperator(_PipelineTask):
         self.log.info("%s: run %s prepared in %s (%d chains)", self._where(), run.run_id, run.area, len(planned))
         return {"pipeline": spec.pipeline, "run_id": run.run_id, "exchange_area": run.area,
                 "plan": run.plan_path, "chains": list(spec.chain_ids), **({"stream": stream} if stream else {})}
+
+
+    def _source_paths(self, job_graph: Any, context, run: PipelineRun) -> dict:
+        """{node key: {"path": rendered}} of the templated source paths, rendered as the chain
+        tasks render them (Airflow's context plus `run_key`): their files' schemas are read here."""
+        from airflow_flinkchain.airflow.spec import templated_fields_of
+        from airflow_flinkchain.graph.model import OperatorKind
+
+        context = {**context, "run_key": run.run_key}
+        rendered = {}
+        for node in job_graph.stream_graph.nodes:
+            path = templated_fields_of(node.function).get("path") if node.kind is OperatorKind.SOURCE else None
+            if isinstance(path, str):
+                rendered[node.key] = {"path": self.render_template(path, context)}
+        return rendered
 
 
 class StreamCommitOperator(_PipelineTask):

@@ -203,6 +203,10 @@ class StreamGraph:
     runtime_mode: str = DEFAULT_RUNTIME_MODE  # "batch" | "streaming"
     auto_watermark_interval: int = DEFAULT_AUTO_WATERMARK_INTERVAL  # ms
     state_backend: Any = None  # the StateBackend's spec() (plain dict); None: hashmap
+    # read from the data when a run starts (runtime/connectors/inferred_types.py): node id -> the
+    # pyarrow schema of an undeclared node's records, and node id -> why none could be read
+    inferred_types: dict = field(default_factory=dict, compare=False)
+    type_notes: dict = field(default_factory=dict, compare=False)
     _by_id: dict = field(init=False, repr=False, compare=False)
     _out: dict = field(init=False, repr=False, compare=False)
     _in: dict = field(init=False, repr=False, compare=False)
@@ -231,6 +235,16 @@ class StreamGraph:
 
     def node_by_key(self, key: str) -> StreamNode:
         return self._by_key[key]
+
+    def record_type(self, node_id: int) -> Any:
+        """The type of the node's main output records: its declared `output_type`, else the
+        schema its source's data carries (`inferred_types`), else None (pickled records)."""
+        declared = self._by_id[node_id].output_type
+        return declared if declared is not None else self.inferred_types.get(node_id)
+
+    def edge_type(self, edge: "StreamEdge") -> Any:
+        """The record type of an edge: a side output's declared one, else its producer's."""
+        return edge.output_type if edge.output_tag is not None else self.record_type(edge.source_id)
 
 
 def edge_id(graph: StreamGraph, edge: StreamEdge) -> str:

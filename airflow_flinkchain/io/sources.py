@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from airflow_flinkchain.io.database_urls import POSTGRES_SCHEMES, redact as _redact, scheme_of
+
 FILE_FORMATS = ("parquet", "csv", "json")
 
 
@@ -213,17 +215,6 @@ def normalize_asset(descriptor: Any, where: str) -> None:
         raise ValueError(f"{where}: asset=True is not a URI; leave asset unset to derive it from the path or table")
 
 
-def _redact(url: Optional[str]) -> str:
-    """A URL without its password or token (descriptions end up in the UI and logs)."""
-    if not url or "@" not in url or "://" not in url:
-        return str(url)
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    if ":" not in creds and scheme.startswith(("nats", "tls", "ws")):  # NATS: a bare user info is a token
-        return f"{scheme}://***@{host}"
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-
-
 @dataclass(frozen=True, eq=False)
 class UnboundedSource(Source):
     """Base of a source that keeps receiving data (a log, a queue, a table), read by stream
@@ -360,6 +351,9 @@ class PostgresCdcSource(UnboundedSource):
     if missing) and reads the tables' rows consistent with the slot's start (op "r"); later
     runs read the transactions committed before the run began; the slot advances only after
     a run's checkpoint committed. The record timestamp is the commit time (milliseconds).
+    Column values are typed alike in snapshot and changes (bool, int, Decimal, date, datetime,
+    bytes, lists for arrays, ...: the table in docs/connectors-postgres-cdc.md). `url`:
+    postgresql://, postgresql+psycopg2:// or postgresql+psycopg:// (psycopg2 connects).
 
     Give the database as `url` or as an Airflow connection `conn_id` (resolved by the chain
     task, as `SqlSource`'s; never in the plan).
@@ -382,9 +376,9 @@ class PostgresCdcSource(UnboundedSource):
         where = f"PostgresCdcSource(slot_name={self.slot_name!r})"
         if (self.url is None) == (self.conn_id is None):
             raise ValueError(f"{where} needs exactly one of url= or conn_id=")
-        if self.url is not None and (not isinstance(self.url, str)
-                                     or not self.url.startswith(("postgresql://", "postgres://"))):
-            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL, got "
+        if self.url is not None and (not isinstance(self.url, str) or scheme_of(self.url) not in POSTGRES_SCHEMES):
+            raise ValueError(f"{where}: url must be a postgresql://user@host:port/database URL (also "
+                             "postgresql+psycopg2:// or postgresql+psycopg://; psycopg2 connects either way), got "
                              f"{_redact(self.url) if isinstance(self.url, str) else self.url!r}")
         tables = (self.tables,) if isinstance(self.tables, str) else tuple(self.tables or ())
         tables = tuple(t if isinstance(t, str) and "." in t else f"public.{t}" if isinstance(t, str) else t

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from airflow_flinkchain.planner.vectorized import runs_vectorized
+from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized
 from airflow_flinkchain.graph.model import DEFAULT_SLOT_SHARING_GROUP
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 
@@ -56,6 +56,10 @@ def format_text(plans: Sequence[JobGraph]) -> str:
             vectorized = [g.node(n).name for n in c.node_ids if runs_vectorized(g, g.node(n))]
             marks = f"  [vectorized: {', '.join(vectorized)}]" if vectorized else ""
             lines.append(f"    {c.id:<{width}}  p={c.parallelism}  {c.name}{group}{marks}")
+            for n in c.node_ids:
+                reason = per_record_reason(g, g.node(n))
+                if reason is not None:
+                    lines.append(f"    {'':<{width}}    per record: {g.node(n).name}: {reason}")
         if plan.edges:
             lines.append("  edges:")
             heads = [f"{e.source} -> {e.target}" for e in plan.edges]

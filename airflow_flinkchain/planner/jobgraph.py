@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from airflow_flinkchain.planner.vectorized import runs_vectorized
+from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 
@@ -103,7 +103,8 @@ class JobGraph:
                      "in_edges", "out_edges",
                      "operators": [{"id", "key", "name", "uid", "kind",
                                     "parallelism", "chaining_strategy", "vectorized",
-                                    sources and sinks: "connector", "incremental_column"}]}],
+                                    "per_record_reason"; sources and sinks: "connector",
+                                    "incremental_column"}]}],
          "edges": [{"id", "source", "target", "source_operator", "target_operator",
                     "partitioner", "output_tag", "selected_names"}],
          "chained_edges": [{"id", "chain", "source_operator", "target_operator",
@@ -154,6 +155,8 @@ def _operator_dict(g: StreamGraph, n: StreamNode) -> dict[str, Any]:
         "parallelism": n.parallelism,
         "chaining_strategy": n.chaining_strategy.value,
         "vectorized": runs_vectorized(g, n),
+        # why a reduce, window or timestamp assigner runs per record (None: vectorized, or another kind)
+        "per_record_reason": per_record_reason(g, n),
     }
     if n.kind in (OperatorKind.SOURCE, OperatorKind.SINK):
         # what its positions and outputs are (the Chains tab shows a source's range read as

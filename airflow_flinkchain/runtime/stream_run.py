@@ -25,7 +25,7 @@ from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import FileSink
 from airflow_flinkchain.runtime.connectors.checkpoint_publication import (current_sinks, publish_sinks,
                                                                           published_name)
-from airflow_flinkchain.runtime.connectors.published import publisher_of, write_descriptor
+from airflow_flinkchain.runtime.connectors.published import check_publishable, publisher_of, write_descriptor
 from airflow_flinkchain.runtime.connectors.unbounded import confirm_committed, plan_stream_source, stream_scope
 from airflow_flinkchain.runtime.exchange.checkpoints import (CHAIN_DOC, MANIFEST, RUN_DOC, CheckpointArea,
                                                              SubtaskCheckpointFiles, chain_dir, chain_dir_name, digest,
@@ -93,6 +93,8 @@ def begin_stream_run(job, checkpoint_dir: str, run_id: str, drain: bool = False,
                              "be the same path in every run")
     if job.stream_graph.runtime_mode != "streaming":
         raise StreamRunError(f"pipeline {job.pipeline!r}: a checkpoint_dir needs runtime_mode='streaming'")
+    check_publishable((n.function, f"sink {n.name!r}") for n in job.stream_graph.nodes
+                      if n.kind is OperatorKind.SINK)
     area = CheckpointArea(checkpoint_dir)
     latest = area.read_latest()
     if latest is not None:

@@ -91,7 +91,7 @@ def feeds_batch_operators(job, node_id: int) -> bool:
     HASH keyed by a field: batches.record_writer_batch_emitter)."""
     g = job.stream_graph
     out = g.out_edges(node_id)
-    typed = g.node(node_id).output_type is not None
+    typed = g.record_type(node_id) is not None
     return bool(out) and all(e.output_tag is None and (
         takes_batches(g.node(e.target_id)) if job.chain_of(e.target_id) is job.chain_of(node_id)
         else typed and _batch_edge(e)) for e in out)
@@ -116,12 +116,12 @@ def two_inputs(job, chain, head, subtask: int, io: StreamTaskIO) -> TwoInputs:
 
 
 def edge_record_type(job, edge_id: str) -> tuple[Any, str]:
-    """(declared output_type or None, label for errors) of the records on a chain
-    out-edge: the producer's, or the side output's for a side-output edge."""
+    """(record type or None, label for errors) of the records on a chain out-edge: the
+    producer's (declared, or read from its source's data), or the side output's."""
     chain_edge = job.edge(edge_id)
-    producer = job.stream_graph.node(chain_edge.stream_edge.source_id)
-    output_type = producer.output_type if chain_edge.output_tag is None else chain_edge.stream_edge.output_type
-    return output_type, f"operator {producer.name!r} writing edge {edge_id!r}"
+    g = job.stream_graph
+    producer = g.node(chain_edge.stream_edge.source_id)
+    return g.edge_type(chain_edge.stream_edge), f"operator {producer.name!r} writing edge {edge_id!r}"
 
 
 def check_output_types(job, chain_id: str) -> None:

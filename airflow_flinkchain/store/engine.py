@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from airflow_flinkchain.io.database_urls import check_driver
 from airflow_flinkchain.store.migrations import upgrade
 
 _engines: dict[str, Engine] = {}
@@ -36,6 +37,7 @@ def dispose_engines() -> None:
 
 
 def _create(url: str) -> Engine:
+    check_driver(url, "flinkchain run store ($FLINKCHAIN_STORE_URL or Airflow's [flinkchain] store_url)")
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, future=True)

@@ -48,9 +48,11 @@ def _state(root: Path) -> tuple:
     """(rows of the merged table, Counter of the changelog's ops, the gold counts) as they are now."""
     from deltalake import DeltaTable
 
+    from airflow_flinkchain.runtime.connectors.delta import pyarrow_dataset
+
     def rows(name):
         path = str(root / name)
-        return DeltaTable(path).to_pyarrow_table().to_pylist() if DeltaTable.is_deltatable(path) else []
+        return pyarrow_dataset(DeltaTable(path), path).to_table().to_pylist() if DeltaTable.is_deltatable(path) else []
 
     return rows("silver"), rows("changes"), {r["op"]: r["changes"] for r in rows("gold")}
 

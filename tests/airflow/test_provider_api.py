@@ -27,7 +27,7 @@ def _sql_pipeline():
 
 
 def test_sql_connection_is_handed_over_in_the_environment_not_the_plan(tmp_path, monkeypatch):
-    url = "mysql://etl:s3cret@dbhost:3306/sales"
+    url = "postgresql://etl:s3cret@dbhost:5432/sales"  # resolve_url checks its driver: one installed here
     monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", url)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"local[2]"}')
     p = _sql_pipeline()

@@ -46,7 +46,9 @@ def pipeline(name: str, log: str, ckpt, windows, totals, fail=None) -> StreamPip
 
 
 def table_rows(path) -> list:
-    return deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    from airflow_flinkchain.runtime.connectors.delta import pyarrow_dataset
+
+    return pyarrow_dataset(deltalake.DeltaTable(str(path)), str(path)).to_table().to_pylist()
 
 
 def expected(tmp_path, records) -> tuple[Counter, dict]:

@@ -77,3 +77,25 @@ def test_runs_killed_at_random_points_and_retried_lose_and_duplicate_nothing(tmp
         results.append(build("p", None, ckpt, fail=fail, source=DeltaSource(path), as_record=as_tuple)
                        .execute_local(run_id=f"r{k}", drain=drain))
     assert differences(collected(results), reference(path)) == []
+
+
+def test_a_source_read_failure_does_not_advise_on_error(tmp_path):
+    """A source that cannot read its input (here a version that is no append) fails the run
+    whatever the pipeline's on_error: the error says so, instead of advising on_error='skip'."""
+    from airflow_flinkchain import StreamPipeline
+    from airflow_flinkchain.runtime.core.errors import READ_INPUT
+
+    path = str(tmp_path / "t")
+    deltalake.write_deltalake(path, pa.table({"id": [1, 2, 3]}))
+    deltalake.DeltaTable(path).delete("id = 2")
+    p = StreamPipeline("reads", runtime_mode="streaming", on_error="skip", checkpoint_dir=str(tmp_path / "ckpt"))
+    p.from_source(DeltaSource(path), name="orders").uid("orders").map(dict).name("row").uid("row").collect("out")
+    try:
+        p.execute_local()
+    except Exception as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("the run did not fail")
+    assert "version 1 is not an append" in message and f"during {READ_INPUT}" in message, message
+    assert "set on_error" not in message and "on_error, which routes the records a function fails on, " \
+                                             "does not apply" in message, message

@@ -33,6 +33,10 @@ def test_delta_and_iceberg_sinks_write_tables_on_s3(s3_server, tmp_path):
     table = deltalake.DeltaTable(delta, storage_options=delta_storage_options(delta))
     assert Counter(tuple(sorted(r.items())) for r in table.to_pyarrow_table().to_pylist()) == want
     assert len(table.history()) == 3  # one commit per run
+    from airflow_flinkchain.runtime.connectors.delta import pyarrow_dataset
+
+    read = pyarrow_dataset(table, delta).to_table().to_pylist()  # DeltaSource's read: the layer's S3 filesystem
+    assert Counter(tuple(sorted(r.items())) for r in read) == want
     ice = load_catalog("s3test", **iceberg_io_properties(), **{k: v for k, v in catalog.items() if k != "name"})
     rows = ice.load_table("shop.windows").scan().to_arrow().to_pylist()
     assert Counter(tuple(sorted(r.items())) for r in rows) == want

@@ -1,14 +1,20 @@
 """The documented install commands work from a checkout: every `pip install` line of the docs
 names this source tree (the package is not on PyPI) and extras pyproject.toml declares, and
-pip resolves them, offline, against the environment the tests run in."""
+pip resolves them, offline, against the environment the tests run in.
+
+In a fresh virtualenv, every install command of the docs, the Makefile and the Dockerfile
+resolves pyspark and pyspark-client to the one version requirements.txt pins (they share
+the pyspark/ folder)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -28,6 +34,20 @@ def documented_installs() -> list[tuple[str, list[str]]]:
                 fenced = not fenced
             elif fenced and (match := PIP_LINE.match(line)):
                 found.append((doc.relative_to(ROOT).as_posix(), shlex.split(match.group(1))))
+    return found
+
+
+def build_file_installs() -> list[tuple[str, list[str]]]:
+    """(file, pip install arguments) of each resolving install of this checkout or its
+    requirements files in the Makefile and the Dockerfile (`--no-deps` reinstalls resolve nothing)."""
+    found = []
+    for name in ["Makefile", "docker/Dockerfile"]:
+        text = (ROOT / name).read_text().replace("\\\n", " ")
+        for match in re.finditer(r"pip install ([^&\n#]+)", text):
+            args = shlex.split(match.group(1))
+            if "--no-deps" in args or not ({".", "-e", "-r"} & set(args)):
+                continue
+            found.append((name, [a for a in args if a not in ("-q", "--no-cache-dir")]))
     return found
 
 
@@ -71,3 +91,46 @@ def test_documented_install_resolves_offline(doc, args):
             for requirement in extras[extra]:
                 name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
                 assert f"Requirement already satisfied: {name}" in output, (extra, requirement, output[-2000:])
+
+
+def pinned(name: str) -> str:
+    return re.search(rf"^{name}==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+
+
+RESOLVING = INSTALLS + build_file_installs()
+
+
+def _resolve_in_fresh_venv(args: list[str], where: Path) -> tuple[dict[str, str], str]:
+    """What pip would install for `pip install ARGS` into a new empty virtualenv:
+    {distribution: version} from its --dry-run --report."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=60)
+    report = where / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install",
+                           "--dry-run", "--quiet", "--disable-pip-version-check", "--report", str(report), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)  # 30-60 s each on an idle machine
+    output = done.stdout + done.stderr
+    if done.returncode != 0:
+        if any(s in output for s in ("NewConnectionError", "Temporary failure in name resolution",
+                                     "Network is unreachable")):
+            pytest.skip(f"the package index is not reachable: {output[-500:]}")
+        raise AssertionError(f"pip install {' '.join(args)} does not resolve in a fresh venv:\n{output[-3000:]}")
+    resolved = json.loads(report.read_text())["install"]
+    return {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in resolved}, output
+
+
+@pytest.mark.e2e
+def test_every_install_command_resolves_one_pyspark_version_in_a_fresh_venv(tmp_path):
+    """The resolver's choice, not only that it resolves: a pyspark range once gave pyspark 4.3.0
+    beside the provider's pyspark-client 4.2.0 for `pip install -e '.[openlineage]'`.
+    The commands resolve concurrently (each is mostly index and metadata fetches)."""
+    assert {f for f, _ in RESOLVING} >= {"Makefile", "docker/Dockerfile", "docs/getting-started.md",
+                                         "docs/data-awareness.md"}, RESOLVING
+    with ThreadPoolExecutor(len(RESOLVING)) as pool:
+        results = list(pool.map(lambda i: _resolve_in_fresh_venv(RESOLVING[i][1], tmp_path / f"venv{i}"),
+                                range(len(RESOLVING))))
+    want = pinned("pyspark")
+    assert pinned("pyspark-client") == want
+    for (where, args), (versions, _) in zip(RESOLVING, results):
+        got = {name: versions.get(name) for name in ("pyspark", "pyspark-client")}
+        assert got == {"pyspark": want, "pyspark-client": want}, \
+            f"{where}: `pip install {' '.join(args)}` resolves {got} in a fresh venv"

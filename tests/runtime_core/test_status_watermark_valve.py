@@ -59,3 +59,28 @@ def test_merge_consumes_statuses_and_yields_combined_watermarks():
     assert list(WatermarkValve(2).merge(pairs)) == ["a", Watermark(5), "b", Watermark(7)]
     # without the status, channel 1 holds the watermark back until its end
     assert list(WatermarkValve(2).merge(pairs[1:])) == ["a", "b", Watermark(7)]
+
+
+def test_hand_over_moves_a_split_to_the_next_channel_without_moving_the_watermark():
+    """Channel 0 read a file's first piece, channel 1 goes on with it: channel 1 takes channel
+    0's watermark (its own behind it does not count), channel 0 no longer counts; a finished
+    channel 2 at MAX does not pull the combined watermark up meanwhile."""
+    valve = WatermarkValve(3)
+    valve.input_watermark_status(1, True)  # not started yet: idle from the start
+    assert valve.input_watermark(2, MAX_WATERMARK_TS) is None
+    assert valve.input_watermark(0, 100) == Watermark(100)
+    assert valve.input_watermark_status(1, False) is None  # channel 1 starts: active, behind
+    valve.hand_over(0, 1)
+    assert valve.current_watermark == 100
+    assert valve.input_watermark(1, 50) is None  # behind the piece before it: nothing moves
+    assert valve.input_watermark(0, 500) is None  # channel 0 is idle now
+    assert valve.input_watermark(1, 120) == Watermark(120)
+
+
+def test_without_the_hand_over_the_finished_channel_would_win():
+    valve = WatermarkValve(3)
+    valve.input_watermark_status(1, True)
+    valve.input_watermark(2, MAX_WATERMARK_TS)
+    valve.input_watermark(0, 100)
+    valve.input_watermark_status(1, False)
+    assert valve.input_watermark_status(0, True) == Watermark(MAX_WATERMARK_TS)

@@ -80,7 +80,10 @@ def test_parquet_source_read_by_the_subtasks_splits_rows_contiguously(tmp_path):
     # a subtask reading pieces of two files: a SplitStart before each (its assigners' per-split watermarks)
     assert [(m.index, m.count) for m in read[1] if isinstance(m, SplitStart)] == [(0, 2), (1, 2)]
     assert not any(isinstance(m, SplitStart) for m in read[0])
-    assert next(b for b in read[0]).schema.field("x").type == pa.int32()
+    assert next(b for b in read[0] if isinstance(b, pa.RecordBatch)).schema.field("x").type == pa.int32()
+    # first the subtask's layout: its pieces go on from the previous subtask / in the next one
+    assert [(r[0].count, r[0].continues, r[0].continued) for r in read] == [
+        (1, False, True), (2, True, True), (2, True, True), (1, True, False)]
     (tmp_path / "in" / "k=1").mkdir()  # partition directories: left to Spark
     assert direct_files(source, str(tmp_path / "in")) is None
     assert direct_files(ParquetSource(str(tmp_path / "in" / "*.parquet")), str(tmp_path / "in" / "*.parquet")) is None

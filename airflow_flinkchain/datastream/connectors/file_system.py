@@ -11,8 +11,9 @@ connectors (`airflow_flinkchain.io`):
 `FileSource` and `FileSink` here are PyFlink's builder classes; the descriptors of
 `airflow_flinkchain.io.sources.FileSource` / `io.sinks.FileSink` keep their own names there.
 The rolling policy is accepted and kept: a run's part files are complete when it commits
-(no rolling, no time buckets). Bulk formats, continuous monitoring, custom enumerators,
-split assigners and bucket assigners raise UnsupportedFeatureError.
+(no rolling, no time buckets); `disable_compact()` is accepted (no compaction, always). Bulk
+formats, continuous monitoring, custom enumerators, split assigners, bucket assigners, the
+bucket check interval and compaction raise UnsupportedFeatureError.
 
 Examples:
     >>> source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/data/in").build()
@@ -178,38 +179,53 @@ class FileSink:
         raise UnsupportedFeatureError("FileSink.for_bulk_format()",
                                       "Write Parquet, CSV or JSON lines with the sinks of airflow_flinkchain.io.sinks.")
 
-    class RowFormatBuilder:
+    class BaseBuilder:
+        """PyFlink's builder methods of both formats (`RowFormatBuilder` is the one offered)."""
+
+        def __init__(self, base_path: str, encoder: Encoder):
+            self._path = base_path
+            self._encoder = encoder
+            self._config = OutputFileConfig()
+            self._rolling_policy: Optional[RollingPolicy] = None
+
+        def with_bucket_check_interval(self, interval: int) -> "FileSink.BaseBuilder":
+            raise UnsupportedFeatureError(
+                "FileSink.RowFormatBuilder.with_bucket_check_interval()",
+                "There are no open buckets whose rolling policy is checked over time: each run's part files are "
+                "complete when the run commits. Remove the call.")
+
+        def with_bucket_assigner(self, bucket_assigner: Any) -> "FileSink.BaseBuilder":
+            raise UnsupportedFeatureError("FileSink.RowFormatBuilder.with_bucket_assigner()",
+                                          "Put a template such as {{ ds }} in the path instead.")
+
+        def with_output_file_config(self, output_file_config: OutputFileConfig) -> "FileSink.BaseBuilder":
+            self._config = output_file_config
+            return self
+
+        def enable_compact(self, strategy: Any, compactor: Any) -> "FileSink.BaseBuilder":
+            raise UnsupportedFeatureError("FileSink.RowFormatBuilder.enable_compact()",
+                                          "Each subtask writes one part file per run; compact the files after "
+                                          "the run (e.g. in a downstream task) if they are too small.")
+
+        def disable_compact(self) -> "FileSink.BaseBuilder":
+            """Compaction is off, as here always."""
+            return self
+
+        def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "FileSink.BaseBuilder":
+            """Kept on the sink, not applied: a run's part files are complete when it commits."""
+            self._rolling_policy = rolling_policy
+            return self
+
+        def build(self) -> RowFormatFileSink:
+            return RowFormatFileSink(self._path, charset=self._encoder.charset_name,
+                                     part_prefix=self._config.part_prefix, part_suffix=self._config.part_suffix,
+                                     rolling_policy=self._rolling_policy)
+
+    class RowFormatBuilder(BaseBuilder):
         """What `FileSink.for_row_format` returns; `build()` gives the sink."""
 
         def __init__(self, base_path: str, encoder: Encoder):
             if not isinstance(encoder, Encoder):
                 raise UnsupportedFeatureError(f"FileSink.for_row_format(encoder={type(encoder).__name__})",
                                               "Use Encoder.simple_string_encoder().")
-            self._path = base_path
-            self._encoder = encoder
-            self._config = OutputFileConfig()
-            self._rolling_policy: Optional[RollingPolicy] = None
-
-        def with_output_file_config(self, output_file_config: OutputFileConfig) -> "FileSink.RowFormatBuilder":
-            self._config = output_file_config
-            return self
-
-        def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "FileSink.RowFormatBuilder":
-            self._rolling_policy = rolling_policy
-            return self
-
-        def with_bucket_check_interval(self, interval: int) -> "FileSink.RowFormatBuilder":
-            """Accepted: there are no time buckets to check."""
-            return self
-
-        def with_bucket_assigner(self, bucket_assigner: Any) -> "FileSink.RowFormatBuilder":
-            raise UnsupportedFeatureError("FileSink.RowFormatBuilder.with_bucket_assigner()",
-                                          "Put a template such as {{ ds }} in the path instead.")
-
-        def enable_compact(self, strategy: Any, compactor: Any) -> "FileSink.RowFormatBuilder":
-            raise UnsupportedFeatureError("FileSink.RowFormatBuilder.enable_compact()")
-
-        def build(self) -> RowFormatFileSink:
-            return RowFormatFileSink(self._path, charset=self._encoder.charset_name,
-                                     part_prefix=self._config.part_prefix, part_suffix=self._config.part_suffix,
-                                     rolling_policy=self._rolling_policy)
+            super().__init__(base_path, encoder)

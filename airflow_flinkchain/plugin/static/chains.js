@@ -141,6 +141,8 @@
         el("span", { class: "op-name", title: op.uid ? `uid ${op.uid}` : op.key, text: op.name }),
         op.vectorized && el("span", { class: "flag vectorized", title: "computes over Arrow batches",
                                       text: "vectorized" }),
+        !op.vectorized && op.per_record_reason && el("span", { class: "flag per-record", title: op.per_record_reason,
+                                                             text: "per record" }),
         slowest && el("span", { class: "flag slow", text: "slowest" }),
         lossiest && el("span", { class: "flag lossy", text: "lossiest" }),
       ]),

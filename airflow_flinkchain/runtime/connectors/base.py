@@ -37,6 +37,7 @@ class ConnectorContext:
     area: ExchangeArea
     attempt: Attempt
     parallelism: int = 1  # of the operator
+    read_schema: Any = None  # a source's schema read from its files when the run started (inferred_types)
 
 
 class SourceReader:

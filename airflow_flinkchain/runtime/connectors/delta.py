@@ -14,6 +14,8 @@ publications of one checkpoint cannot both commit.
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from typing import Any, Optional
 
 from airflow_flinkchain.io.sinks import DeltaSink
@@ -37,6 +39,31 @@ def open_table(sink: DeltaSink) -> Optional[Any]:
     if not DeltaTable.is_deltatable(sink.path, storage_options=storage_of(sink)):
         return None
     return DeltaTable(sink.path, storage_options=storage_of(sink))
+
+
+def local_table_root(path: str) -> Optional[str]:
+    """The directory of a table on the local file system (a path or a file:// URI), else None."""
+    parsed = urllib.parse.urlparse(path)
+    if parsed.scheme == "file":
+        return urllib.parse.unquote(parsed.path)
+    return os.path.abspath(path) if not parsed.scheme else None
+
+
+def pyarrow_dataset(table: Any, path: str):
+    """The pyarrow dataset of a Delta table (`table` opened at `path`), read through a native
+    pyarrow filesystem (the storage layer's, for object stores): deltalake's default filesystem
+    is a Python handler whose buffers are Python objects, and a pre-buffered Parquet read can
+    release the last of them on an Arrow I/O thread while the interpreter exits, which aborts
+    the process ("terminate called without an active exception", exit 134; apache/arrow#34314)."""
+    import pyarrow.fs as pafs
+
+    root = local_table_root(path)
+    if root is not None:
+        return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()))
+    from airflow_flinkchain.runtime.exchange.layout import Location
+
+    loc = Location(path)
+    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(loc.path, loc.fs))
 
 
 def _arrow(sink: DeltaSink, rows: list, table: Optional[Any], label: str):
@@ -199,7 +226,7 @@ class DeltaVersions:
             added = [f for f in files if f not in before]
             before = set(files)
             if added:
-                dataset = self._table(version).to_pyarrow_dataset()
+                dataset = pyarrow_dataset(self._table(version), self.source.path)
                 by_path = {frag.path.rsplit("/", 1)[-1]: frag for frag in dataset.get_fragments()}
                 for name in sorted(added):
                     frag = by_path[name.rsplit("/", 1)[-1]]

@@ -3,7 +3,9 @@
 The files are taken in name order as one sequence of rows; subtask k of p reads the
 contiguous share [k*n/p, (k+1)*n/p) of it. Where that share crosses a file boundary it
 holds several splits (one piece of each file), read one after another: each is in the
-file's order, so records in order within their file are never late (`core.splits`).
+file's order, so records in order within their file are never late (`core.splits`). A file
+read by several subtasks is one split read piece after piece: each piece but the first goes on
+from the previous subtask's (`pieces_layout`).
 """
 
 from __future__ import annotations
@@ -23,3 +25,12 @@ def subtask_pieces(file_rows: Sequence[int], subtask: int, parallelism: int) -> 
             pieces.append((i, lo - offset, hi - offset))
         offset += rows
     return pieces
+
+
+def pieces_layout(file_rows: Sequence[int], pieces: Sequence[tuple[int, int, int]]) -> tuple[bool, bool]:
+    """(whether the first piece goes on from the previous subtask's, whether the last goes on in
+    the next subtask's): one file read by consecutive subtasks, a piece each (`core.splits`)."""
+    if not pieces:
+        return False, False
+    first, last = pieces[0], pieces[-1]
+    return first[1] > 0, last[2] < file_rows[last[0]]

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from airflow_flinkchain.runtime.connectors.base import SourceReader
-from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
+from airflow_flinkchain.runtime.connectors.file_splits import pieces_layout, subtask_pieces
 from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 
@@ -37,18 +37,21 @@ class ArrowFileReader(SourceReader):
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         return None  # the subtasks read by themselves
 
-    def _pieces(self, subtask: int) -> list:
+    def _pieces(self, subtask: int) -> tuple[list, tuple[bool, bool]]:
+        """(a table per piece of a file, their `pieces_layout`)."""
         from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
 
         table, file_rows = read_file_table(self.descriptor, self.path, self.label)
         starts = [sum(file_rows[:i]) for i in range(len(file_rows))]
-        return [table.slice(starts[i] + lo, hi - lo) for i, lo, hi in
-                subtask_pieces(file_rows, subtask, self.parallelism)]
+        pieces = subtask_pieces(file_rows, subtask, self.parallelism)
+        return [table.slice(starts[i] + lo, hi - lo) for i, lo, hi in pieces], pieces_layout(file_rows, pieces)
 
     def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-        return with_split_starts([iter(t.to_batches(max_chunksize=BATCH_ROWS)) for t in self._pieces(subtask)],
-                                 self.descriptor.monitor)
+        tables, layout = self._pieces(subtask)
+        return with_split_starts([iter(t.to_batches(max_chunksize=BATCH_ROWS)) for t in tables],
+                                 self.descriptor.monitor, *layout)
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        tables, layout = self._pieces(subtask)
         return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, t.to_batches(max_chunksize=BATCH_ROWS)))
-                             for t in self._pieces(subtask)], continuous=self.descriptor.monitor)
+                             for t in tables], self.descriptor.monitor, *layout)

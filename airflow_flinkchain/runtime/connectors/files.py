@@ -19,6 +19,7 @@ from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkCo
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.file_writer import FileSinkWriter
 from airflow_flinkchain.runtime.connectors.schema_widening import unify_parts
+from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 from airflow_flinkchain.runtime.exchange.schema import parse_output_type
@@ -33,7 +34,9 @@ class FileSourceReader(SourceReader):
     file) to the chain's parallelism and sorted within each partition: a subtask reads
     contiguous pieces of the files in name order, each piece in file order, as its splits
     (`core.splits`). A round-robin repartition would lose the order within a file, and make
-    records late that are in order in their file."""
+    records late that are in order in their file. A file read by several subtasks is one split
+    read piece after piece (`core.splits.SplitLayout`): the first and last position of each file
+    tell a subtask whether its pieces go on from the previous subtask or in the next."""
 
     plain_values = True
 
@@ -41,6 +44,8 @@ class FileSourceReader(SourceReader):
         self.descriptor = descriptor
         self.path = ctx.path
         self.label = ctx.label
+        self.read_schema = ctx.read_schema
+        self.file_bounds: dict = {}  # file -> (first, last) position, from input_dataframe
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         from pyspark.sql import functions as F
@@ -64,28 +69,44 @@ class FileSourceReader(SourceReader):
         df = reader.load(loc.uri if not loc.is_local else loc.path)
         # the position is taken in the scan: increasing within a file (its chunks are scanned in order)
         df = df.withColumn(_FILE, F.input_file_name()).withColumn(_ROW, F.monotonically_increasing_id())
+        # each file's first and last position: which subtasks read a piece of a file after another's
+        self.file_bounds = {r[0]: (r[1], r[2]) for r in
+                            df.groupBy(_FILE).agg(F.min(_ROW), F.max(_ROW)).collect()}
         return df.repartitionByRange(parallelism, _FILE, _ROW).sortWithinPartitions(_FILE, _ROW)
 
     def read(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> SourceSplits:
         """The subtask's pieces of files as splits (its partition is read first, to count them)."""
+        pieces, layout = self._pieces(batches)
+        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for part in pieces],
+                            self.descriptor.monitor, *layout)
+
+    def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
+        """The same rows as Arrow batches, for a batch operator at the head of the chain."""
+        pieces, layout = self._pieces(batches)
+        return with_split_starts(pieces, self.descriptor.monitor, *layout)
+
+    def _pieces(self, batches: Iterator[pa.RecordBatch]) -> tuple[list, tuple[bool, bool]]:
+        """([Arrow batches of each piece of a file], whether the first piece goes on from the
+        previous subtask's and the last in the next subtask's: `core.splits.SplitLayout`)."""
         import pyarrow.compute as pc
 
-        pieces: list = []  # [[file, Arrow batches]]
+        pieces: list = []  # [[file, Arrow batches, first position, last position]]
         for batch in batches:
             runs = pc.run_end_encode(batch.column(_FILE))
-            data = batch.drop_columns([_FILE, _ROW])
+            data, rows = batch.drop_columns([_FILE, _ROW]), batch.column(_ROW)
             start = 0
             for end, file in zip(runs.run_ends.to_pylist(), runs.values.to_pylist()):
                 if not pieces or pieces[-1][0] != file:
-                    pieces.append([file, []])
+                    pieces.append([file, [], rows[start].as_py(), None])
                 pieces[-1][1].append(data.slice(start, end - start))
+                pieces[-1][3] = rows[end - 1].as_py()
                 start = end
-        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for _, part in pieces],
-                            continuous=self.descriptor.monitor)
-
-    def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """The same rows as Arrow batches, for a batch operator at the head of the chain."""
-        return (batch.drop_columns([_FILE, _ROW]) for batch in batches)
+        if not pieces:
+            return [], (False, False)
+        (file0, _, first, _), (file1, _, _, last) = pieces[0], pieces[-1]
+        layout = (first > self.file_bounds.get(file0, (first, None))[0],
+                  last < self.file_bounds.get(file1, (None, last))[1])
+        return [part for _, part, _, _ in pieces], layout
 
     def for_parallelism(self, parallelism: int) -> SourceReader:
         """Parquet files the subtasks read themselves (`parquet_batches`), any file source on an
@@ -99,7 +120,7 @@ class FileSourceReader(SourceReader):
 
                 return ArrowFileReader(self.descriptor, self.path, self.label, parallelism)
             return self
-        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism)
+        return ParquetBatchReader(self.descriptor, self.path, files, self.label, parallelism, self.read_schema)
 
 
 @register_sink(FileSink)

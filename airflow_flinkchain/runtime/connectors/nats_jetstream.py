@@ -46,12 +46,12 @@ def connect_options(source: NatsJetStreamSource, where: str) -> dict:
     the chain task (its URI in the environment, as SQL connections'), a credentials file, TLS."""
     from urllib.parse import parse_qs, urlsplit
 
-    from airflow_flinkchain.runtime.connectors.sql import resolve_url
+    from airflow_flinkchain.runtime.connectors.sql import connection_url
 
     opts: dict = {"servers": list(source.servers)}
     extra: dict = {}
     if source.conn_id:
-        u = urlsplit(resolve_url(None, source.conn_id, where))
+        u = urlsplit(connection_url(None, source.conn_id, where))
         extra = {k: v[-1] for k, v in parse_qs(u.query).items()}
         if "__extra__" in extra:  # Airflow's URI form of a nested extra
             extra = json.loads(extra["__extra__"])

@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_flinkchain.runtime.connectors.base import SourceReader
-from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
+from airflow_flinkchain.runtime.connectors.file_splits import pieces_layout, subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.exchange.layout import Location
@@ -51,23 +51,31 @@ class ParquetBatchReader(SourceReader):
 
     plain_values = True
 
-    def __init__(self, descriptor: Any, path: str, files: list, label: str, parallelism: int):
+    def __init__(self, descriptor: Any, path: str, files: list, label: str, parallelism: int,
+                 read_schema: Any = None):
         self.path = path
         self.files = files
         self.schema = descriptor.schema
         self.monitor = descriptor.monitor
         self.label = label
         self.parallelism = parallelism
+        self.read_schema = read_schema  # the files' schema the run's plan recorded (inferred_types)
 
     def input_dataframe(self, spark: Any, parallelism: int) -> Any:
         return None  # the subtasks read by themselves
 
-    def _pieces(self, subtask: int) -> list:
-        """[(ParquetFile, first row, end row)]: the subtask's splits (`file_splits`)."""
+    def _pieces(self, subtask: int) -> tuple[list, tuple[bool, bool]]:
+        """([(ParquetFile, first row, end row)]: the subtask's splits, their `pieces_layout`)."""
         fs = Location(self.path).fs
         metas = [pq.ParquetFile(fs.open_input_file(f)) for f in self.files]
-        pieces = subtask_pieces([m.metadata.num_rows for m in metas], subtask, self.parallelism)
-        return [(metas[i], lo, hi) for i, lo, hi in pieces]
+        if self.read_schema is not None:
+            from airflow_flinkchain.runtime.connectors.inferred_types import check_file_schema
+
+            for f, m in zip(self.files, metas):
+                check_file_schema(self.read_schema, m.schema_arrow, f, self.label)
+        rows = [m.metadata.num_rows for m in metas]
+        pieces = subtask_pieces(rows, subtask, self.parallelism)
+        return [(metas[i], lo, hi) for i, lo, hi in pieces], pieces_layout(rows, pieces)
 
     def _piece_batches(self, pf: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
         """Rows [lo, hi) of one file, reading only the row groups that overlap them."""
@@ -85,8 +93,10 @@ class ParquetBatchReader(SourceReader):
             offset += rows
 
     def read_batches(self, subtask: int, batches: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-        return with_split_starts([self._piece_batches(*piece) for piece in self._pieces(subtask)], self.monitor)
+        pieces, layout = self._pieces(subtask)
+        return with_split_starts([self._piece_batches(*piece) for piece in pieces], self.monitor, *layout)
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        pieces, layout = self._pieces(subtask)
         return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._piece_batches(*piece)))
-                             for piece in self._pieces(subtask)], continuous=self.monitor)
+                             for piece in pieces], self.monitor, *layout)

@@ -1,38 +1,25 @@
 """PostgreSQL's `pgoutput` logical replication messages (protocol version 1) decoded into
 Debezium-style change records. Column values arrive as PostgreSQL's text output and are
-converted by type: booleans, integers, floats, numeric (Decimal), json/jsonb (parsed);
-other types stay text."""
+converted by type OID (`pg_values`, shared with the snapshot)."""
 
 from __future__ import annotations
 
-import decimal
-import json
 import struct
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from airflow_flinkchain.runtime.connectors.pg_values import PgValues
 
 #: the value of an unchanged TOASTed column that the message does not carry (Debezium's marker)
 UNAVAILABLE = "__debezium_unavailable_value"
 _PG_EPOCH_MS = 946_684_800_000  # 2000-01-01 in Unix milliseconds
-
-_CONVERT: dict[int, Callable[[str], Any]] = {
-    16: lambda v: v == "t", 20: int, 21: int, 23: int, 26: int, 700: float, 701: float,
-    1700: decimal.Decimal, 114: json.loads, 3802: json.loads,
-}
-
-
-def convert(type_oid: int, text: Optional[str]) -> Any:
-    if text is None:
-        return None
-    fn = _CONVERT.get(type_oid)
-    return fn(text) if fn is not None else text
-
 
 @dataclass
 class Relation:
     schema: str
     name: str
     columns: list  # [(name, type oid)]
+    converters: list = field(default_factory=list)  # per column: text -> value
 
     @property
     def table(self) -> str:
@@ -86,7 +73,7 @@ class Reader:
                 size = self.take("i")
                 text = bytes(self.data[self.pos:self.pos + size]).decode("utf-8")
                 self.pos += size
-                values.append(convert(rel.columns[i][1], text))
+                values.append(rel.converters[i](text))
             else:
                 raise ValueError(f"pgoutput: unknown tuple data kind {kind!r}")
         return values
@@ -96,8 +83,8 @@ class Decoder:
     """Feed `(lsn, data)` rows of `pg_logical_slot_peek_binary_changes` in order; yields the
     `Change`s of each transaction at its commit (nothing of an uncommitted tail)."""
 
-    def __init__(self, where: str):
-        self.where = where
+    def __init__(self, where: str, values: PgValues):
+        self.where, self.values = where, values
         self.relations: dict[int, Relation] = {}
         self.pending: list = []
         self.xid = 0
@@ -118,7 +105,8 @@ class Decoder:
                 col = r.string()
                 type_oid, _typmod = r.take("Ii")
                 columns.append((col, type_oid))
-            self.relations[relid] = Relation(schema or "public", name, columns)
+            self.relations[relid] = Relation(schema or "public", name, columns,
+                                             self.values.converters(oid for _, oid in columns))
         elif kind in (b"I", b"U", b"D"):
             rel = self.relations[r.take("I")]
             self.pending.append(self._change(kind, rel, r, lsn))

@@ -21,7 +21,9 @@ import logging
 import time
 from typing import Any, Iterator, Optional
 
-from airflow_flinkchain.io.sources import PostgresCdcSource, _redact
+from airflow_flinkchain.io.database_urls import libpq_url, redact as _redact
+from airflow_flinkchain.io.sources import PostgresCdcSource
+from airflow_flinkchain.runtime.connectors.pg_values import SESSION_OPTIONS, TYPE_QUERY, PgValues
 from airflow_flinkchain.runtime.connectors.pgoutput import Decoder, envelope, lsn_int, lsn_text
 from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
 from airflow_flinkchain.runtime.core.elements import StreamRecord
@@ -59,15 +61,13 @@ class PostgresCdcSplits:
         URL, its driver suffix dropped)."""
         from airflow_flinkchain.runtime.connectors.sql import resolve_url
 
-        url = resolve_url(self.source.url, self.source.conn_id, self.where)
-        scheme, rest = url.split("://", 1)
-        return scheme.split("+", 1)[0] + "://" + rest
+        return libpq_url(resolve_url(self.source.url, self.source.conn_id, self.where))
 
     def _connect(self, replication: bool = False):
         psycopg2 = _psycopg2()
         kw = {"replication": "database"} if replication else {}
         try:
-            conn = psycopg2.connect(self._url(), connect_timeout=10, **kw)
+            conn = psycopg2.connect(self._url(), connect_timeout=10, options=SESSION_OPTIONS, **kw)
         except psycopg2.OperationalError as exc:
             text = str(exc).strip()
             if replication and "replication" in text:
@@ -83,6 +83,10 @@ class PostgresCdcSplits:
         with conn.cursor() as cur:
             cur.execute(sql, params)
             return cur.fetchall() if cur.description else []
+
+    def _values(self, conn) -> PgValues:
+        """The value decoding of the snapshot and the changes, looking types up on `conn`."""
+        return PgValues(lambda oids: self._query(conn, TYPE_QUERY.replace("%s", "%s::oid[]"), (oids,)))
 
     # -- checks and setup (driver) -------------------------------------------------------
     def _prepare(self, conn) -> None:
@@ -252,22 +256,22 @@ class PostgresCdcSplits:
             conn.close()
 
     def _table_rows(self, conn, table: str, lsn: Optional[int], ts_ms: int) -> Iterator[StreamRecord]:
-        from airflow_flinkchain.runtime.connectors.pgoutput import convert
-
         schema, name = table.split(".")
         columns = self._query(conn, "select a.attname, a.atttypid from pg_attribute a join pg_class c on "
                                     "c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace where "
                                     "n.nspname = %s and c.relname = %s and a.attnum > 0 and not a.attisdropped "
                                     "order by a.attnum", (schema, name))
-        select = ", ".join(f"{_quote(c)}::text" for c, _ in columns)
+        names = [c for c, _ in columns]
+        convert = self._values(conn).converters(oid for _, oid in columns)
         with conn.cursor() as cur:
-            cur.execute(f"select {select} from {_ident(table)}")
+            raw_text(cur, {oid for _, oid in columns})  # the text output, as pgoutput carries it
+            cur.execute(f"select {', '.join(_quote(c) for c in names)} from {_ident(table)}")
             while True:
                 rows = cur.fetchmany(FETCH_ROWS)
                 if not rows:
                     break
                 for row in rows:
-                    after = {c: convert(oid, v) for (c, oid), v in zip(columns, row)}
+                    after = {c: None if v is None else fn(v) for c, fn, v in zip(names, convert, row)}
                     yield StreamRecord(envelope("r", table, None, after, lsn, None, ts_ms), ts_ms)
 
     def _changes(self, start: Optional[int], end: int) -> Iterator[StreamRecord]:
@@ -275,7 +279,7 @@ class PostgresCdcSplits:
         conn = self._connect()
         conn.autocommit = False
         wanted = set(self.source.tables)
-        decoder = Decoder(self.where)
+        decoder = Decoder(self.where, self._values(conn))
         try:
             self._wait_inactive(conn)
             with conn.cursor(name="flinkchain_cdc") as cur:
@@ -299,6 +303,14 @@ class PostgresCdcSplits:
         finally:
             conn.rollback()
             conn.close()
+
+
+def raw_text(cursor, oids: set) -> None:
+    """Values of these types as the server's text output on `cursor` (psycopg2 would convert them)."""
+    from psycopg2.extensions import new_type, register_type
+
+    if oids:
+        register_type(new_type(tuple(oids), "FLINKCHAIN_TEXT", lambda value, _cur: value), cursor)
 
 
 def _quote(name: str) -> str:

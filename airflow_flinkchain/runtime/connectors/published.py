@@ -18,7 +18,7 @@ hands the run's records to it once all succeeded; it replaces the rows of the ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SinkConnector, TypeRegistry
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
@@ -30,6 +30,7 @@ DESCRIPTOR = "_sink.pkl"
 
 _PUBLISHERS = TypeRegistry()  # publish(descriptor, rows, Publication) -> dict
 _BATCH_WRITERS = TypeRegistry()  # write(descriptor, rows, BatchRun) -> dict
+_CHECKS = TypeRegistry()  # check(descriptor, label): raises when the sink could not publish
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,21 @@ def register_publisher(descriptor_type: type) -> Callable:
 
 def publisher_of(descriptor: Any) -> Optional[Callable]:
     return _PUBLISHERS.get(descriptor)
+
+
+def register_publish_check(descriptor_type: type) -> Callable:
+    """Decorator: `check(descriptor, label)` for a published sink type, raising an error that
+    names the sink when it could not publish (e.g. its database driver is missing)."""
+    return _CHECKS.register(descriptor_type)
+
+
+def check_publishable(sinks: Iterable[tuple]) -> None:
+    """Runs the check of each (descriptor, label): at a stream run's begin, so that a sink that
+    could not publish fails the run before its commit point, not after it."""
+    for descriptor, label in sinks:
+        check = _CHECKS.get(descriptor)
+        if check is not None:
+            check(descriptor, label)
 
 
 class StagedSinkConnector(SinkConnector):

@@ -20,12 +20,14 @@ import os
 import re
 from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
+from airflow_flinkchain.io.database_urls import check_driver
 from airflow_flinkchain.io.sinks import SqlSink
 from airflow_flinkchain.io.sources import SqlSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source)
 from airflow_flinkchain.runtime.connectors.collect import DatasetSinkWriter
-from airflow_flinkchain.runtime.connectors.published import Publication, register_publisher
+from airflow_flinkchain.runtime.connectors.published import (Publication, register_publish_check,
+                                                            register_publisher)
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
 
@@ -36,15 +38,22 @@ def conn_url_env(conn_id: str) -> str:
     return "FLINKCHAIN_SECRET_URL_" + re.sub(r"[^A-Za-z0-9]", "_", conn_id).upper()
 
 
-def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
-    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`."""
+def connection_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """`url`, or the URI the chain task handed over for the Airflow connection `conn_id`."""
+    url = url or os.environ.get(conn_url_env(conn_id))
     if url:
         return url
     env = conn_url_env(conn_id)
-    if os.environ.get(env):
-        return os.environ[env]
     raise RuntimeError(f"{where}: conn_id={conn_id!r} is an Airflow connection, resolved by the Airflow chain "
-                       f"task; outside Airflow set ${env} to its SQLAlchemy URL or pass url= instead")
+                       f"task; outside Airflow set ${env} to its URI or pass url= instead")
+
+
+def resolve_url(url: Optional[str], conn_id: Optional[str], where: str) -> str:
+    """The SQLAlchemy URL of a source/sink: `url`, or the one handed over for `conn_id`; its
+    driver checked (an error naming `where` and the package to install)."""
+    url = connection_url(url, conn_id, where)
+    check_driver(url, where)
+    return url
 
 
 @register_source(SqlSource)
@@ -73,6 +82,7 @@ class SqlSinkConnector(SinkConnector):
         self.label = ctx.label
         self.location = ctx.attempt.stage(ctx.key)
         self.dag_id = ctx.area.dag_id
+        resolve_url(descriptor.url, descriptor.conn_id, self.label)  # fails before the chain runs
 
     def create_writer(self, subtask: int) -> DatasetSinkWriter:
         return DatasetSinkWriter(DatasetWriter(self.location, f"stage:{self.key}", subtask, 1, channel_dirs=False,
@@ -111,6 +121,12 @@ def publish_sql(sink: SqlSink, rows: list, publication: Publication) -> dict:
                      commit_record=CommitRecord(publication.stream_id, publication.pipeline, publication.sink_key,
                                                 publication.checkpoint))
     return {"kind": "sql", "path": sink.table, "records": n}
+
+
+@register_publish_check(SqlSink)
+def check_sql_sink(sink: SqlSink, label: str) -> None:
+    """At a stream run's begin: the URL resolves and its driver is installed."""
+    resolve_url(sink.url, sink.conn_id, label)
 
 
 def read_query(url: str, query: str, params: dict) -> Iterator[dict]:

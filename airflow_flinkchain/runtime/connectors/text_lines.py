@@ -16,6 +16,7 @@ from airflow_flinkchain.io.sinks import RowFormatFileSink
 from airflow_flinkchain.io.sources import TextLineFileSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
                                                        register_source)
+from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location, replace
 
 
@@ -43,14 +44,17 @@ class TextLineSourceReader(SourceReader):
         self.parallelism = ctx.parallelism
         self.charset = descriptor.charset
 
-    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[str]:
-        for uri in self.files[subtask::self.parallelism]:
-            loc = Location(uri)
-            with loc.fs.open_input_stream(loc.path) as raw:
-                # universal newlines: \n, \r\n and \r end a line, as Java's BufferedReader.readLine
-                with io.TextIOWrapper(raw, encoding=self.charset, newline=None) as lines:
-                    for line in lines:
-                        yield line[:-1] if line.endswith("\n") else line
+    def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        """The subtask's files, read as one stream (none: the subtask has no split)."""
+        return SourceSplits([self._lines(uri) for uri in self.files[subtask::self.parallelism]], continuous=True)
+
+    def _lines(self, uri: str) -> Iterator[str]:
+        loc = Location(uri)
+        with loc.fs.open_input_stream(loc.path) as raw:
+            # universal newlines: \n, \r\n and \r end a line, as Java's BufferedReader.readLine
+            with io.TextIOWrapper(raw, encoding=self.charset, newline=None) as lines:
+                for line in lines:
+                    yield line[:-1] if line.endswith("\n") else line
 
 
 class TextLineSinkWriter:

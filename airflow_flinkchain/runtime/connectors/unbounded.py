@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, TypeRegistry, register_source
+from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.exchange.layout import Location
 
@@ -68,11 +69,13 @@ class StreamSourceReader(SourceReader):
     def _mine(self, subtask: int) -> list:
         return self.assignments[subtask] if subtask < len(self.assignments) else []
 
-    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
-        if isinstance(self.descriptor, FileSource):  # one stream, rows without a Python frame each
-            return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._file_batches(subtask)))],
-                                continuous=True)
-        return self._records(subtask)
+    def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        """The subtask's ranges as one stream with one watermark (none: nothing new for it in
+        this run, and it does not hold the watermark back: `core.splits`)."""
+        if isinstance(self.descriptor, FileSource):  # rows without a Python frame each
+            return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._file_batches(split_id)))
+                                 for split_id, _start, _end in self._mine(subtask)], continuous=True)
+        return SourceSplits([self._records(subtask)] if self._mine(subtask) else [], continuous=True)
 
     def _records(self, subtask: int) -> Iterator[Any]:
         if isinstance(self.descriptor, SqlSource):  # id ranges of one query, over one connection
@@ -85,17 +88,19 @@ class StreamSourceReader(SourceReader):
         for split_id, start, end in self._mine(subtask):
             yield from splits_of(self.descriptor).read_split(split_id, start, end)
 
-    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Optional[Iterator[pa.RecordBatch]]:
+    def read_batches(self, subtask: int, batches: Iterator[Any]) -> Optional[Iterator[Any]]:
         """A monitored file source's rows as Arrow batches (for a batch operator at the head of
         the chain), in file order; None for other sources (read as records)."""
-        return self._file_batches(subtask) if isinstance(self.descriptor, FileSource) else None
+        if not isinstance(self.descriptor, FileSource):
+            return None
+        return with_split_starts([self._file_batches(split_id) for split_id, _s, _e in self._mine(subtask)],
+                                 continuous=True)
 
-    def _file_batches(self, subtask: int) -> Iterator[pa.RecordBatch]:
+    def _file_batches(self, split_id: str) -> Iterator[pa.RecordBatch]:
         from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
         from airflow_flinkchain.runtime.connectors.parquet_batches import BATCH_ROWS
 
-        for split_id, _start, _end in self._mine(subtask):
-            yield from read_file_table(self.descriptor, split_id, self.label)[0].to_batches(max_chunksize=BATCH_ROWS)
+        yield from read_file_table(self.descriptor, split_id, self.label)[0].to_batches(max_chunksize=BATCH_ROWS)
 
 
 class NothingReader(SourceReader):
@@ -103,8 +108,8 @@ class NothingReader(SourceReader):
 
     plain_values = True
 
-    def read(self, subtask: int, batches: Iterator[Any]) -> Iterator[Any]:
-        return iter(())
+    def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
+        return SourceSplits([])  # no split: does not hold the watermark back
 
 
 def plan_stream_source(descriptor: Any, path: Optional[str], positions: Optional[dict], parallelism: int,

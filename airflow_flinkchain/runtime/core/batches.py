@@ -26,6 +26,7 @@ from airflow_flinkchain.runtime.core.partitioners import channel_for_key
 from airflow_flinkchain.runtime.core.elements import TimestampCell
 from airflow_flinkchain.runtime.core.outputs import BroadcastingOutputCollector, ChainingOutput, Output, RecordWriterOutput
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError
+from airflow_flinkchain.runtime.core.splits import SplitLayout
 
 BatchEmitter = Callable[[pa.RecordBatch], None]
 _ONLY_DICT = frozenset({dict})
@@ -50,10 +51,13 @@ class SplitStart:
         self.index, self.count = index, count
 
 
-def with_split_starts(splits: list, continuous: bool = False) -> Iterable:
-    """The batches of `splits` (one iterable of batches each), a SplitStart before each when
-    they are several splits (not one continuous stream)."""
+def with_split_starts(splits: list, continuous: bool = False, continues: bool = False,
+                      continued: bool = False) -> Iterable:
+    """The batches of `splits` (one iterable of batches each), after the subtask's `SplitLayout`
+    (core/splits.py), a SplitStart before each when they are several splits (not one continuous
+    stream)."""
     count = len(splits)
+    yield SplitLayout(1 if continuous and count else count, continues, continued)
     for index, split in enumerate(splits):
         if count > 1 and not continuous:
             yield SplitStart(index, count)
@@ -263,11 +267,11 @@ def _channels_by_key(max_parallelism: int, num_channels: int) -> Callable[[Any],
     return channel_of
 
 
-def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = ()) -> None:
+def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = (), layout_listeners: Iterable = ()) -> None:
     """The input loop of a head fed batches: a batch operator takes them as they are; a
     source hands them on (counting its records) to what its output feeds."""
     from airflow_flinkchain.runtime.core.elements import Watermark, WatermarkStatus
-    from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+    from airflow_flinkchain.runtime.core.errors import READ_INPUT, ChainExecutionError
 
     if getattr(head, "takes_batches", False):
         take = head.process_batch
@@ -290,6 +294,9 @@ def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = ()) ->
             elif t is SplitStart:
                 for listener in split_listeners:
                     listener(element.index, element.count)
+            elif t is SplitLayout:
+                for listener in layout_listeners:
+                    listener(element)
             elif t is WatermarkedBatch:
                 if element.batch.num_rows:
                     head.process_watermarked_batch(element.batch, element.arrivals, element.marks)
@@ -298,7 +305,7 @@ def run_columnar(head, inputs: ColumnarInput, split_listeners: Iterable = ()) ->
     except ChainExecutionError:
         raise
     except Exception as exc:
-        raise head.error("process", exc) from exc
+        raise head.error(READ_INPUT, exc) from exc
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema, label: str) -> pa.RecordBatch:

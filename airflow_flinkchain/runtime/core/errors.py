@@ -15,6 +15,11 @@ def truncated_repr(value: Any, limit: int = RECORD_REPR_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: The phase of a failure outside every operator function: the chain's input (a source's reader,
+#: an exchange file) or the runtime between operators. No record to route: on_error does not apply.
+READ_INPUT = "read input"
+
+
 class ChainExecutionError(RuntimeError):
     """A user function (or the runtime around it) failed inside a chain.
 
@@ -34,8 +39,12 @@ class ChainExecutionError(RuntimeError):
         msg = f"{where}: {what}"
         if has_record:
             msg += f"; record: {self.record_repr}"
-        msg += (" (fix the function, or set on_error='dead_letter' / 'skip' on the operator"
-                " or the pipeline to route bad records aside)") if phase == "process" else ""
+        if phase == "process":
+            msg += (" (fix the function, or set on_error='dead_letter' / 'skip' on the operator"
+                    " or the pipeline to route bad records aside)")
+        elif phase == READ_INPUT:
+            msg += (" (no operator function failed, so on_error, which routes the records a function fails "
+                    "on, does not apply: fix the source's input or settings as the error says)")
         super().__init__(msg)
 
 

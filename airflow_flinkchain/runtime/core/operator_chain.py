@@ -36,7 +36,7 @@ from airflow_flinkchain.runtime.core.batches import ColumnarInput, run_columnar
 from airflow_flinkchain.runtime.core.context import StreamingRuntimeContext
 from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMARK_TS, MIN_WATERMARK_TS, StreamRecord,
                                                       TimestampCell, Watermark, WatermarkStatus)
-from airflow_flinkchain.runtime.core.errors import ChainExecutionError
+from airflow_flinkchain.runtime.core.errors import READ_INPUT, ChainExecutionError
 from airflow_flinkchain.runtime.core.input_selection import END_OF_INPUT, TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import RecordWriterFactory, SinkWriterFactory, SubtaskCheckpoint
 from airflow_flinkchain.runtime.core.metrics import TIMING_SAMPLE_EVERY, SubtaskMetrics
@@ -287,8 +287,12 @@ class OperatorChain:
         if isinstance(inputs, ColumnarInput):
             self._build_handlers()
             return run_columnar(self.head, inputs,
-                                [op.start_split for op in self.all_operators if hasattr(op, "start_split")])
+                                [op.start_split for op in self.all_operators if hasattr(op, "start_split")],
+                                [op.read_splits for op in self.all_operators if hasattr(op, "read_splits")])
         if isinstance(inputs, SourceSplits):
+            for op in self.all_operators:
+                if hasattr(op, "read_splits"):
+                    op.guarded("open", lambda: op.read_splits(inputs.layout))
             inputs = inputs.records([op.start_split for op in self.all_operators if hasattr(op, "start_split")])
         head, cell = self.head, self.cell
         self._build_handlers()
@@ -325,7 +329,7 @@ class OperatorChain:
         except ChainExecutionError:
             raise
         except Exception as exc:  # the runtime itself (or the input iterator) failed
-            raise head.error("process", exc) from exc
+            raise head.error(READ_INPUT, exc) from exc
 
     def _process_two_inputs(self, inputs: TwoInputs) -> None:
         """A two-input head (always a chain head): each element to its input's handler
@@ -365,7 +369,7 @@ class OperatorChain:
         except ChainExecutionError:
             raise
         except Exception as exc:
-            raise head.error("process", exc) from exc
+            raise head.error(READ_INPUT, exc) from exc
 
     def _dispose(self, failed: bool) -> None:
         for op in reversed(self.all_operators):

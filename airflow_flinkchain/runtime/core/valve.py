@@ -81,6 +81,15 @@ class WatermarkValve:
             self._all_aligned = all(self._aligned)
         return None
 
+    def hand_over(self, source: int, target: int) -> None:
+        """What channel `source` read goes on on the active channel `target` (a split read piece
+        after piece by consecutive upstream subtasks): `target` takes `source`'s watermark and is
+        aligned as `source` was; `source` becomes idle. The combined watermark does not change."""
+        self._channel_watermarks[target] = self._channel_watermarks[source]
+        self._aligned[target] = self._aligned[source]
+        self._idle[source], self._aligned[source] = True, False
+        self._all_aligned = False
+
     def _advance_to_aligned_min(self) -> Optional[Watermark]:
         marks, aligned = self._channel_watermarks, self._aligned
         candidates = [marks[i] for i in range(self.num_input_channels) if aligned[i]]

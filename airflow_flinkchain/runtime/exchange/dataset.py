@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 from airflow_flinkchain.runtime.core.batches import batch_rows, conform
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.exchange.layout import Location, channel_dir_name, part_name
+from airflow_flinkchain.runtime.exchange.handoff import ACTIVE, IDLE, ChannelMarks, merged_pairs
 from airflow_flinkchain.runtime.exchange.schema import (
     RecordTypeError,
     batch_to_records,
@@ -58,7 +59,7 @@ from airflow_flinkchain.runtime.exchange.schema import (
 from airflow_flinkchain.runtime.core.valve import WatermarkValve
 
 BATCH_ROWS = 65536
-_IDLE, _ACTIVE = "idle", "active"  # watermark statuses among the stored watermarks
+_IDLE, _ACTIVE = IDLE, ACTIVE  # watermark statuses among the stored watermarks
 PICKLED_SCHEMA = pa.schema([("payload", pa.binary()), ("ts", pa.int64())])
 META_PREFIX = "flinkchain."
 
@@ -292,9 +293,8 @@ class ChannelFile:
             zlib.decompress(base64.b64decode(packed)), dtype="<i8").reshape(-1, 2)
         self._watermarks = meta.get("watermarks") or []
         self.records = meta["records"]
-        # idle at its start (an upstream subtask that saw no record): left out of the valve from the start
-        first = self._watermarks[0] if self._watermarks else None
-        self.initially_idle = first is not None and first[0] == 0 and first[1] == _IDLE
+        self.marks = ChannelMarks.of_pairs(self._watermarks, self.records)  # statuses: exchange/handoff.py
+        self.initially_idle = self.marks.initially_idle
 
     @property
     def watermarks(self) -> list:
@@ -384,7 +384,7 @@ def merged_batches(files: list[ChannelFile]) -> Iterator:
     for i, f in enumerate(files):
         if f.initially_idle:
             valve.input_watermark_status(i, True)
-    return valve.merge((i, el) for i, f in enumerate(files) for el in batch_elements(f))
+    return valve.merge(merged_pairs(files, batch_elements, valve))
 
 
 def _marker(mark: Any) -> Any:
@@ -433,7 +433,11 @@ def merged_input(files: list[ChannelFile], statuses: bool = False) -> Iterator:
             valve.input_watermark_status(i, True)
     if len(files) == 1:
         return valve.merge_single(files[0].elements(), statuses)
-    return valve.merge(((i, el) for i, f in enumerate(files) for el in f.elements()), statuses)
+    return valve.merge(merged_pairs(files, _elements_of, valve), statuses)
+
+
+def _elements_of(f: ChannelFile) -> Iterator:
+    return f.elements()
 
 
 def read_records(location: Location, dataset: str) -> list:

@@ -36,7 +36,12 @@ def _column(values: list, field: pa.Field) -> pa.Array:
     truncated nor strings/bools; everything else uses Arrow's checked conversion."""
     typ = field.type
     if pa.types.is_integer(typ):
-        inferred = pa.array(values)
+        try:
+            inferred = pa.array(values)
+        except (OverflowError, pa.ArrowInvalid):
+            if not pa.types.is_uint64(typ) or any(v is not None and type(v) is not int for v in values):
+                raise
+            inferred = pa.array(values, type=typ)  # beyond int64: only a uint64 column holds them
         if not (pa.types.is_integer(inferred.type) or pa.types.is_null(inferred.type) or pa.types.is_floating(inferred.type)):
             raise pa.ArrowTypeError(f"expected integers, got {inferred.type}")
         arr = inferred.cast(typ, safe=True)

@@ -17,11 +17,13 @@ edge, one per upstream subtask, in that order (see
 from __future__ import annotations
 
 import pickle
+from itertools import takewhile
 from typing import Any, Iterator, Optional
 
 from airflow_flinkchain.runtime.core.elements import StreamRecord, Watermark, WatermarkStatus
 from airflow_flinkchain.runtime.core.memory import MemoryChannelWriter
 from airflow_flinkchain.runtime.exchange.dataset import _Dumps
+from airflow_flinkchain.runtime.exchange.handoff import ACTIVE, IDLE, NO_MARKS, ChannelMarks
 from airflow_flinkchain.runtime.exchange.schema import batch_to_records, parse_output_type, records_to_batch
 
 
@@ -71,19 +73,20 @@ class LocalChannelWriter(MemoryChannelWriter):
             elements[i] = StreamRecord(value, t)
 
     def channel(self, k: int) -> "MemoryInputChannel":
-        return MemoryInputChannel(self.channels.get(k, []), pickled=self.schema is None)
+        return MemoryInputChannel(self.channels.get(k, []), pickled=self.schema is None, dataset=self.edge_id)
 
 
 class MemoryInputChannel:
     """One input channel of a downstream subtask, read as an exchange file is read:
     bare values for records without a timestamp, StreamRecord(value, ts), Watermark(ts)."""
 
-    def __init__(self, elements: list, pickled: bool):
+    def __init__(self, elements: list, pickled: bool, dataset: str = ""):
         self._elements = elements
         self.pickled = pickled
+        self.dataset = dataset
         self.watermarks = any(type(el) is Watermark or type(el) is WatermarkStatus for el in elements)
-        # idle at its start (an upstream subtask that saw no record): left out of the valve from the start
-        self.initially_idle = bool(elements) and type(elements[0]) is WatermarkStatus and elements[0].idle
+        self.marks = _channel_marks(elements) if self.watermarks else NO_MARKS
+        self.initially_idle = self.marks.initially_idle
 
     def elements(self) -> Iterator:
         loads = pickle.loads if self.pickled else None
@@ -93,6 +96,15 @@ class MemoryInputChannel:
                 yield value if el.timestamp is None else StreamRecord(value, el.timestamp)
             else:
                 yield el
+
+
+def _channel_marks(elements: list) -> ChannelMarks:
+    """The `ChannelMarks` of a channel's elements: its marks before its first record and after its last."""
+    def marks(els: Iterator) -> list:
+        return [(IDLE if el.idle else ACTIVE) if type(el) is WatermarkStatus else el.timestamp
+                for el in takewhile(lambda el: type(el) is not StreamRecord, els)]
+
+    return ChannelMarks(marks(iter(elements)), marks(reversed(elements))[::-1])
 
 
 class MemoryExchange:

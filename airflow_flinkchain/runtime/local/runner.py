@@ -36,7 +36,7 @@ from airflow_flinkchain.runtime.connectors.base import ConnectorContext, source_
 from airflow_flinkchain.runtime.connectors.collect import PrintingWriter, print_lines
 from airflow_flinkchain.runtime.connectors.text_lines import TextLineSinkWriter, commit_directory
 from airflow_flinkchain.runtime.connectors.file_rows import read_file_table
-from airflow_flinkchain.runtime.connectors.file_splits import subtask_pieces
+from airflow_flinkchain.runtime.connectors.file_splits import pieces_layout, subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
 from airflow_flinkchain.runtime.core.batches import with_split_starts
 from airflow_flinkchain.runtime.connectors.published import BatchRun, batch_writer_of, staged_writer
@@ -49,6 +49,7 @@ from airflow_flinkchain.runtime.local.exchange import LocalChannelWriter, Memory
 from airflow_flinkchain.runtime.pipeline_run import (ChainRunError, PipelineResult, run_id_for, deliver_collected,
                                                      render_overrides, template_context, topological_chains)
 from airflow_flinkchain.runtime.stream_run import ChainStreamStep, begin_stream_run, commit_stream_run, stream_result
+from airflow_flinkchain.runtime.connectors.inferred_types import with_inferred_types
 from airflow_flinkchain.runtime.stream_task import check_output_types, edge_record_type, run_stream_task
 
 
@@ -61,6 +62,7 @@ def execute_local(pipeline, run_id: Optional[str] = None, context: Optional[dict
     job = pipeline.plan()
     run_id = run_id_for(job.pipeline, run_id)
     overrides = render_overrides(job, {**template_context(run_id, job.pipeline), **(context or {})})
+    job = with_inferred_types(job, overrides)  # undeclared Parquet sources: their files' schema
     plan_bytes = dumps_plan(job)
     exchange = MemoryExchange()
     result = PipelineResult(job.pipeline, run_id, None)
@@ -189,11 +191,13 @@ class LocalChainRun:
         elif self.source is None and isinstance(head.function, FileSource):
             self.table, self.file_rows = read_file_table(head.function, path, label)
 
-    def file_split(self, subtask: int) -> list:
-        """Subtask k's splits of the file source (`file_splits`): a pyarrow Table per piece of a file."""
+    def file_split(self, subtask: int) -> tuple[list, tuple[bool, bool]]:
+        """Subtask k's splits of the file source (`file_splits`): a pyarrow Table per piece of a
+        file, and their `pieces_layout`."""
         starts = [sum(self.file_rows[:i]) for i in range(len(self.file_rows))]
-        return [self.table.slice(starts[i] + lo, hi - lo)
-                for i, lo, hi in subtask_pieces(self.file_rows, subtask, self.chain.parallelism)]
+        pieces = subtask_pieces(self.file_rows, subtask, self.chain.parallelism)
+        return ([self.table.slice(starts[i] + lo, hi - lo) for i, lo, hi in pieces],
+                pieces_layout(self.file_rows, pieces))
 
     def file_stage(self, node) -> Location:
         stage = self.stages.get(node.key)
@@ -259,7 +263,8 @@ class LocalTaskIO:
             return self.run.source.read(subtask, iter(())), self.run.source.plain_values
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
-            return SourceSplits([t.to_pylist() for t in self.run.file_split(subtask)], continuous=source.monitor), True
+            tables, layout = self.run.file_split(subtask)
+            return SourceSplits([t.to_pylist() for t in tables], source.monitor, *layout), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
@@ -278,7 +283,8 @@ class LocalTaskIO:
             return None if read_batches is None else read_batches(subtask, iter(()))
         if not isinstance(head.function, FileSource):
             return None
-        return with_split_starts([t.to_batches() for t in self.run.file_split(subtask)], head.function.monitor)
+        tables, layout = self.run.file_split(subtask)
+        return with_split_starts([t.to_batches() for t in tables], head.function.monitor, *layout)
 
     def record_writer(self, chain_edge, subtask: int) -> LocalChannelWriter:
         job = self.run.job

@@ -83,11 +83,12 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
         ce = job.edge(e)
         src = g.node(ce.stream_edge.source_id)
         outputs[e] = {"location": attempt.edge(e), "channels": job.chain(ce.target).parallelism,
-                      "output_type": src.output_type if ce.output_tag is None else ce.stream_edge.output_type,
+                      "output_type": g.edge_type(ce.stream_edge),
                       "label": f"operator {src.name!r} writing edge {e!r}"}
     def context(node, label: str) -> ConnectorContext:
         path = _path_of(node, overrides) if isinstance(getattr(node.function, "path", None), str) else None
-        return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism)
+        return ConnectorContext(node.name, node.key, label, path, area, attempt, node.parallelism,
+                                g.inferred_types.get(node.id))
 
     def sink(node):
         stage = (overrides.get(node.key) or {}).get("stage")  # a published sink in a stream run

@@ -15,6 +15,7 @@ from typing import Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import CollectSink
+from airflow_flinkchain.runtime.connectors.inferred_types import with_inferred_types
 from airflow_flinkchain.runtime.exchange.dataset import read_records
 from airflow_flinkchain.runtime.exchange.layout import ExchangeArea
 from airflow_flinkchain.runtime.core.serialize import loads_plan
@@ -36,6 +37,7 @@ def execute_pipeline(pipeline, spark=None, exchange_root: Optional[str] = None, 
     root = exchange_root or tempfile.mkdtemp(prefix="flinkchain-exchange-")
     dag_id = job.pipeline
     overrides = render_overrides(job, {**template_context(run_id, dag_id), **(context or {})})
+    job = with_inferred_types(job, overrides)  # undeclared Parquet sources: their files' schema
     result = PipelineResult(job.pipeline, run_id, root if (keep or not temporary) else None)
     area = ExchangeArea(root, dag_id, run_id)
     collections = area.run.join("_plan", "collections")  # the plan's data, dropped after the run

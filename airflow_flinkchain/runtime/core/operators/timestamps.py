@@ -12,7 +12,9 @@ Watermarks from upstream are swallowed, except the final MAX watermark.
 Splits: chained to a source whose subtask reads several splits (files, or pieces of
 them) one after another, the watermark is generated per split as Flink's
 `from_source(source, watermark_strategy)` does, and combined as a WatermarkValve
-combines channels (`start_split`): a record in order within its split is never late.
+combines channels (`start_split`): a record in order within its split is never late. A
+source subtask without a split, or reading a piece of a file another subtask began, marks
+its output idle so that it does not hold the watermark downstream back (`read_splits`).
 
 Batches (`process_batch`, when the assigner reads one field: planner/vectorized.py): an integer
 column without nulls stamps the batch's `_ts` at once, and the built-in bounded generators'
@@ -92,6 +94,8 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self._generator_calls: list = [None, None]
         self._restored_generator = None
         self._saw_records = False  # in an earlier stream run (idleness at the end of input)
+        self._ends_idle = False  # `read_splits`: the output ends idle, not with the MAX watermark
+        self._idle_output = False  # `read_splits` marked the output idle (no split)
         from airflow_flinkchain.planner.vectorized import vectorized_timestamps
         self.ts_field = vectorized_timestamps(self.node)
         self.takes_batches = self.ts_field is not None
@@ -125,6 +129,24 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         else:
             self._use_generator(fresh)
         self.wm_output.current = self.current_watermark
+
+    def read_splits(self, layout) -> None:
+        """The subtask's `core.splits.SplitLayout`, before its first record. A subtask without a
+        split finished at once in Flink (its MAX watermark reaches the valves downstream first):
+        its output is idle from the start. A subtask whose only split goes on from the subtask
+        before it (a piece of a file, read after that subtask's piece) is idle until the valves
+        downstream start reading it, and then active (its watermark counts once it reaches
+        theirs); one whose last split goes on in the next subtask ends idle (`process_watermark`)."""
+        if not self.progressive:
+            return
+        if layout.count == 0:
+            self._ends_idle = self._idle_output = True
+            self.output.emit_watermark_status(WatermarkStatus.IDLE)
+            return
+        if layout.count == 1 and layout.continues:
+            self.output.emit_watermark_status(WatermarkStatus.IDLE)
+            self.output.emit_watermark_status(WatermarkStatus.ACTIVE)
+        self._ends_idle = layout.continued
 
     def emit_generated_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp
@@ -341,6 +363,13 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def process_watermark(self, watermark: Watermark) -> None:
         # only the end of input passes; this operator's generator makes the stream's watermarks
         if watermark.timestamp >= MAX_WATERMARK_TS and self.current_watermark < MAX_WATERMARK_TS:
+            if self._ends_idle:  # no split, or the last goes on in the next subtask (`read_splits`)
+                if not self.wm_output.idle and not self._idle_output:
+                    self.output.emit_watermark_status(WatermarkStatus.IDLE)
+                self._idle_output = True  # the MAX below is ignored downstream: the next subtask goes on
+                self.wm_output.current = self.current_watermark = MAX_WATERMARK_TS
+                self.output.emit_watermark(watermark)
+                return
             if self.idleness and self.metrics.records_in == 0 and not self._saw_records:
                 # with_idleness: a subtask that never got a record was idle all along (Flink marks
                 # it idle once its idle timeout passed); the downstream valve leaves it out from the start
