@@ -19,7 +19,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__DAGS_FOLDER ?= $(abspath dags)
 export AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type":"spark","host":"local[2]"}
 
-.PHONY: venv system-deps airflow-db nats test test-fast demo bench bench-airflow bench-flink-venv plan clean
+.PHONY: venv system-deps airflow-db nats test test-shared-nothing test-fast demo bench bench-airflow bench-flink-venv plan clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py airflow_flinkchain/runtime/core/_flatcheck.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,7 +55,11 @@ nats:
 test: venv system-deps airflow-db nats
 	$(BIN)/lint-imports  # layering contracts: pyproject.toml [tool.importlinter]
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(BUILD)/site
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not shared_nothing" tests
+
+# The example DAGs on a Spark cluster whose machines share only an S3 server (root: mount namespaces).
+test-shared-nothing: venv system-deps airflow-db
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m shared_nothing tests/cluster
 
 # Planner and rendering tests only: no Spark, no Airflow run, no cluster.
 test-fast: venv

@@ -25,7 +25,7 @@ import pytest
 from airflow_flinkchain.localcluster.standalone import kill_tree
 from shared_nothing import REPO, SharedNothingCluster, wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.shared_nothing]
 DAG_FILE = "s3_cluster_dags.py"
 sys.path.insert(0, str(REPO / "dags"))
 
