@@ -29,14 +29,10 @@ def s3_server(tmp_path_factory):
     from s3_server import S3Server
 
     server = S3Server().start(str(tmp_path_factory.mktemp("moto") / "moto.log"))
-    saved = {k: os.environ.get(k) for k in server.env}
-    os.environ.update(server.env)
     try:
-        yield server
+        with pytest.MonkeyPatch.context() as env:
+            for k, v in server.env.items():
+                env.setenv(k, v)
+            yield server
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         server.stop()

@@ -34,16 +34,12 @@ sys.path.insert(0, str(REPO / "dags"))
 def cluster(tmp_path_factory):
     c = SharedNothingCluster(tmp_path_factory.mktemp("shared-nothing"),
                              dag_files=[Path(__file__).resolve().parent / DAG_FILE]).start()
-    saved = {k: os.environ.get(k) for k in c.s3.env}
-    os.environ.update(c.s3.env)  # this process reads S3 as the driver side does
     try:
-        yield c
+        with pytest.MonkeyPatch.context() as env:  # this process reads S3 as the driver side does
+            for k, v in c.s3.env.items():
+                env.setenv(k, v)
+            yield c
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         c.stop()
 
 
