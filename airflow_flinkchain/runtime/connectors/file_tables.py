@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.runtime.connectors.base import SourceReader
 from airflow_flinkchain.runtime.connectors.file_splits import pieces_layout, subtask_pieces
 from airflow_flinkchain.runtime.core.batches import with_split_starts
@@ -53,5 +54,5 @@ class ArrowFileReader(SourceReader):
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
         tables, layout = self._pieces(subtask)
-        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, t.to_batches(max_chunksize=BATCH_ROWS)))
+        return SourceSplits([chain.from_iterable(map(batch_records, t.to_batches(max_chunksize=BATCH_ROWS)))
                              for t in tables], self.descriptor.monitor, *layout)

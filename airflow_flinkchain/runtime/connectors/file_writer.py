@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.runtime.connectors.json_lines import json_lines
 from airflow_flinkchain.runtime.core.batches import conform, without_timestamps
 from airflow_flinkchain.runtime.connectors.schema_widening import SchemaSpill, file_writer, records_batch
@@ -58,7 +59,7 @@ class FileSinkWriter:
         cast to output_type when declared (the records buffered before it are written first)."""
         batch = without_timestamps(batch)  # files keep no timestamps
         if self.fmt == "json":
-            self.buffer.extend(batch.to_pylist())
+            self.buffer.extend(batch_records(batch))
             self._flush_if_full()
             return
         if self.buffer or self.pending or self.columns is None:

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.io.sinks import FileSink
 from airflow_flinkchain.io.sources import FileSource
 from airflow_flinkchain.runtime.connectors.base import (ConnectorContext, SinkConnector, SourceReader, register_sink,
@@ -77,7 +78,7 @@ class FileSourceReader(SourceReader):
     def read(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> SourceSplits:
         """The subtask's pieces of files as splits (its partition is read first, to count them)."""
         pieces, layout = self._pieces(batches)
-        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, part)) for part in pieces],
+        return SourceSplits([chain.from_iterable(map(batch_records, part)) for part in pieces],
                             self.descriptor.monitor, *layout)
 
     def read_batches(self, subtask: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:

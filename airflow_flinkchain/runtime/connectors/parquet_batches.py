@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.runtime.connectors.base import SourceReader
 from airflow_flinkchain.runtime.connectors.file_splits import pieces_layout, subtask_pieces
 from airflow_flinkchain.runtime.core.splits import SourceSplits
@@ -98,5 +99,5 @@ class ParquetBatchReader(SourceReader):
 
     def read(self, subtask: int, batches: Iterator[Any]) -> SourceSplits:
         pieces, layout = self._pieces(subtask)
-        return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._piece_batches(*piece)))
+        return SourceSplits([chain.from_iterable(map(batch_records, self._piece_batches(*piece)))
                              for piece in pieces], self.monitor, *layout)

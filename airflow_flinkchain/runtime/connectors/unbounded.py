@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.io.sources import FileSource, SqlSource, UnboundedSource
 from airflow_flinkchain.runtime.connectors.base import ConnectorContext, SourceReader, TypeRegistry, register_source
 from airflow_flinkchain.runtime.core.batches import with_split_starts
@@ -73,7 +74,7 @@ class StreamSourceReader(SourceReader):
         """The subtask's ranges as one stream with one watermark (none: nothing new for it in
         this run, and it does not hold the watermark back: `core.splits`)."""
         if isinstance(self.descriptor, FileSource):  # rows without a Python frame each
-            return SourceSplits([chain.from_iterable(map(pa.RecordBatch.to_pylist, self._file_batches(split_id)))
+            return SourceSplits([chain.from_iterable(map(batch_records, self._file_batches(split_id)))
                                  for split_id, _start, _end in self._mine(subtask)], continuous=True)
         return SourceSplits([self._records(subtask)] if self._mine(subtask) else [], continuous=True)
 

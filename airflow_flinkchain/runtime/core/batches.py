@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.core.grouped import key_codes
 from airflow_flinkchain.runtime.core.partitioners import channel_for_key
@@ -94,7 +95,7 @@ def without_timestamps(batch: pa.RecordBatch) -> pa.RecordBatch:
 def batch_rows(batch: pa.RecordBatch) -> tuple[list, Optional[list]]:
     """(the rows as dicts, their timestamps or None): one conversion per batch."""
     ts = timestamps(batch)
-    return without_timestamps(batch).to_pylist(), (None if ts is None else ts.to_pylist())
+    return batch_records(without_timestamps(batch)), (None if ts is None else ts.to_pylist())
 
 
 def rows_to_batch(values: list, ts: Optional[list], label: str) -> pa.RecordBatch:

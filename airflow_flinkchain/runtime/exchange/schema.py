@@ -22,9 +22,11 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records, dict_columns
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError, parse_output_type  # noqa: F401
 
 _ONLY_DICT = frozenset({dict})
+_INT_OR_NONE = frozenset({int, type(None)})
 
 
 def with_ts(schema: pa.Schema) -> pa.Schema:
@@ -36,6 +38,15 @@ def _column(values: list, field: pa.Field) -> pa.Array:
     truncated nor strings/bools; everything else uses Arrow's checked conversion."""
     typ = field.type
     if pa.types.is_integer(typ):
+        if _INT_OR_NONE.issuperset(map(type, values)):  # exact ints: Arrow's typed conversion, no cast
+            try:
+                arr = pa.array(values, type=typ)
+            except (OverflowError, pa.ArrowInvalid):
+                pass  # out of range: the general path below raises (or takes uint64) as it always did
+            else:
+                if not field.nullable and arr.null_count:
+                    raise pa.ArrowInvalid("None in a field declared not null")
+                return arr
         try:
             inferred = pa.array(values)
         except (OverflowError, pa.ArrowInvalid):
@@ -63,6 +74,10 @@ def records_to_batch(records: list, ts: Optional[list], schema: pa.Schema, label
 def record_columns(records: list, names: list, label: str) -> list:
     """Per declared field, the list of the records' values; RecordTypeError names a record
     that is not a dict with exactly the declared keys."""
+    if dict_columns is not None and type(records) is list:  # the C pass: shape check and columns at once
+        columns = dict_columns(records, tuple(names))
+        if columns is not None:
+            return columns
     # shape check per batch in C: every record a plain dict with as many keys as declared, and
     # (itemgetter below) every declared key present - together: exactly the declared keys. The
     # per-record loop only runs to find and name the offending record.
@@ -127,7 +142,7 @@ def batch_to_records(batch: pa.RecordBatch) -> tuple[list, list]:
     """(records as dicts without `_ts`, timestamps)."""
     ts = batch.column(TS_COLUMN).to_pylist() if TS_COLUMN in batch.schema.names else [None] * batch.num_rows
     data = batch.drop_columns([TS_COLUMN]) if TS_COLUMN in batch.schema.names else batch
-    return data.to_pylist(), ts
+    return batch_records(data), ts
 
 
 def _short(value: Any, limit: int = 200) -> str:

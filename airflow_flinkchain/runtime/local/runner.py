@@ -29,6 +29,7 @@ import time
 import uuid
 from typing import Any, Iterable, Optional
 
+from airflow_flinkchain.runtime.core.arrow_records import batch_records
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.io.sinks import CollectSink, FileSink, PrintSink, RowFormatFileSink
 from airflow_flinkchain.io.sources import CollectionSource, FileSource, SqlSource, TextLineFileSource, UnboundedSource
@@ -264,7 +265,7 @@ class LocalTaskIO:
         source = head.function
         if isinstance(source, FileSource):  # a split holds bare dict rows only
             tables, layout = self.run.file_split(subtask)
-            return SourceSplits([t.to_pylist() for t in tables], source.monitor, *layout), True
+            return SourceSplits([batch_records(t) for t in tables], source.monitor, *layout), True
         if subtask != 0:  # collection and SQL sources are not parallel
             return (), False
         if isinstance(source, CollectionSource):
