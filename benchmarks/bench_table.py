@@ -52,12 +52,21 @@ def vectorized_table(report: dict) -> list:
     vc = report.get("vectorized")
     if not vc or "ratios" not in vc:
         return []
-    out = [f"| vectorized, {vc['records']:,} records, local[{vc['parallelism']}], Parquet in and out "
-           f"| records/s | this ÷ native (target vectorized >= {vc['target_vectorized_over_native']}) |",
-           "|---|---|---|"]
-    for v, s in vc["records_per_s"].items():
-        ratio = vc["ratios"].get(f"{v}_over_native")
-        out.append(f"| {v}: {vc['variants'][v]} | {_rps(s)} | {'' if ratio is None else f'{ratio:.2f}'} |")
+    out = []
+    for at in [vc, *vc.get("at_other_sizes", {}).values()]:
+        out += [f"| vectorized, {at['records']:,} records, local[{at['parallelism']}], Parquet in and out "
+                f"| records/s | this ÷ native (target vectorized >= {at['target_vectorized_over_native']}) "
+                f"| this ÷ native, per CPU second |", "|---|---|---|---|"]
+        for v, s in at["records_per_s"].items():
+            ratio = at["ratios"].get(f"{v}_over_native")
+            cpu = at.get("cpu_ratios", {}).get(f"{v}_over_native")
+            out.append(f"| {v}: {at['variants'][v]} | {_rps(s)} | {'' if ratio is None else f'{ratio:.2f}'} "
+                       f"| {'' if cpu is None else f'{cpu:.2f}'} |")
+        ceilings = [f"{k.replace('_over_', ' ÷ ')} {r:.2f}" for k, r in at["ratios"].items()
+                    if "_over_" in k and not k.endswith("_over_native")]
+        out += ["", "Ceilings: " + ", ".join(ceilings) + ".", ""] if ceilings else [""]
+    if vc.get("baseline_note"):
+        out += [vc["baseline_note"], ""]
     measured = vc.get("measured") or {}
     out += ["", f"Median (min–max) of {vc.get('repeat')} runs, measured {measured.get('date', '?')}, load average "
                 f"{(measured.get('load_average_before') or [float('nan')])[0]:.1f} before the section.", ""]
@@ -118,13 +127,19 @@ def table(report: dict) -> str:
                f"median (min–max) of {_runs(report)}.\n")
     rt = report.get("runtime")
     if rt and "pipelines" in rt:
-        out.append(f"| runtime, {rt['records']:,} records, local[{rt['parallelism']}] | records/s | chain ÷ this |")
-        out.append("|---|---|---|")
-        for shape, d in rt["pipelines"].items():
-            for v, s in d["records_per_s"].items():
-                ratio = "" if v == "chain" else f"{d['ratios'][f'chain_over_{v}']:.2f}"
-                out.append(f"| {shape.replace('_', ' ')}: {v} | {_rps(s)} | {ratio} |")
-        out.append("")
+        for at in [rt, *rt.get("at_other_sizes", {}).values()]:
+            out.append(f"| runtime, {at['records']:,} records, local[{at['parallelism']}] | records/s "
+                       f"| chain ÷ this | chain ÷ this, per CPU second |")
+            out.append("|---|---|---|---|")
+            for shape, d in at["pipelines"].items():
+                for v, s in d["records_per_s"].items():
+                    ratio = "" if v == "chain" else f"{d['ratios'][f'chain_over_{v}']:.2f}"
+                    cpu = d.get("cpu_ratios", {}).get(f"chain_over_{v}")
+                    out.append(f"| {shape.replace('_', ' ')}: {v} | {_rps(s)} | {ratio} "
+                               f"| {'' if cpu is None else f'{cpu:.2f}'} |")
+            out.append("")
+        if rt.get("baseline_note"):
+            out += [rt["baseline_note"], ""]
     out += vectorized_table(report)
     out += aggregations_table(report)
     out += connectors_table(report)

@@ -43,14 +43,22 @@ def test_quick_bench_writes_report_and_plots(tmp_path):
     runtime = report["runtime"]
     assert set(runtime["pipelines"]) == {"3_operators", "10_operators"}
     for shape in runtime["pipelines"].values():
-        for variant in ("chain", "fused", "rdd", "native", "staged"):
+        for variant in ("chain", "fused", "pyarrow", "rdd", "native", "staged"):
             stat = shape["records_per_s"][variant]
             assert stat["min"] <= stat["median"] <= stat["max"]
             assert len(shape["seconds"][variant]["samples"]) == 1
-        assert set(shape["ratios"]) == {"chain_over_fused", "chain_over_rdd", "chain_over_native", "chain_over_staged"}
+            assert shape["cpu_seconds"][variant]["median"] > 0
+        assert set(shape["ratios"]) == {"chain_over_fused", "chain_over_pyarrow", "chain_over_rdd", "chain_over_native",
+                                        "chain_over_staged"}
         counts = shape["output_records"]  # every variant computed the same thing
         assert len(set(counts.values())) == 1 and counts["chain"] > 0, counts
         assert isinstance(shape["meets_target"], bool)
+
+    # the Spark baselines read the P input files as P splits (no repartition); a second size beside
+    assert runtime["input"] == "2 Parquet files, read by Spark as 2 splits", runtime["input"]
+    other = runtime["at_other_sizes"][str(report["settings"]["sizes"]["runtime_other"][0])]
+    assert other["records"] == report["settings"]["sizes"]["runtime_other"][0] and "baseline_note" in runtime
+    assert len(set(other["pipelines"]["3_operators"]["output_records"].values())) == 1
 
     parse = report["parse"]
     assert parse["airflow_tasks"]["with_pipeline"] > parse["airflow_tasks"]["baseline"]

@@ -78,36 +78,6 @@ def test_record_columns_c_pass_equals_the_python_path(records, monkeypatch):
         assert record_columns(records, ["a", "b"], "sink 'out'") == want
 
 
-def _inferring_integer_column(values, typ):
-    """The integer conversion every value takes when not all are exact ints (the reference)."""
-    try:
-        inferred = pa.array(values)
-    except (OverflowError, pa.ArrowInvalid):
-        if not pa.types.is_uint64(typ) or any(v is not None and type(v) is not int for v in values):
-            raise
-        inferred = pa.array(values, type=typ)
-    t = inferred.type
-    if not (pa.types.is_integer(t) or pa.types.is_null(t) or pa.types.is_floating(t)):
-        raise pa.ArrowTypeError(t)
-    return inferred.cast(typ, safe=True)
-
-
-@pytest.mark.parametrize("typ", [pa.int64(), pa.int8(), pa.uint64()])
-@pytest.mark.parametrize("values", [[1, 2], [1, None], [None], [], [2.0, 3], [1.5], [True, 1], ["1"], [300], [-1],
-                                    [2 ** 63], [2 ** 64], [decimal.Decimal(1)]])
-def test_integer_columns_accept_and_refuse_what_the_inferring_path_does(typ, values):
-    """Exact ints take Arrow's typed conversion, the others the inferring path: the same outcome."""
-    out = pa.schema([("x", typ)])
-    records = [{"x": v} for v in values]
-    try:
-        want = _inferring_integer_column(values, typ)
-    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-        with pytest.raises(RecordTypeError, match="field 'x' expects"):
-            records_to_batch(records, None, out, "sink 'out'")
-    else:
-        assert records_to_batch(records, None, out, "sink 'out'").column(0).equals(want)
-
-
 def test_not_null_integer_field_refuses_none():
     out = pa.schema([pa.field("x", pa.int64(), nullable=False)])
     with pytest.raises(RecordTypeError, match="not null"):

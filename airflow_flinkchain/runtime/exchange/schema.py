@@ -26,7 +26,6 @@ from airflow_flinkchain.runtime.core.arrow_records import batch_records, dict_co
 from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError, parse_output_type  # noqa: F401
 
 _ONLY_DICT = frozenset({dict})
-_INT_OR_NONE = frozenset({int, type(None)})
 
 
 def with_ts(schema: pa.Schema) -> pa.Schema:
@@ -38,15 +37,6 @@ def _column(values: list, field: pa.Field) -> pa.Array:
     truncated nor strings/bools; everything else uses Arrow's checked conversion."""
     typ = field.type
     if pa.types.is_integer(typ):
-        if _INT_OR_NONE.issuperset(map(type, values)):  # exact ints: Arrow's typed conversion, no cast
-            try:
-                arr = pa.array(values, type=typ)
-            except (OverflowError, pa.ArrowInvalid):
-                pass  # out of range: the general path below raises (or takes uint64) as it always did
-            else:
-                if not field.nullable and arr.null_count:
-                    raise pa.ArrowInvalid("None in a field declared not null")
-                return arr
         try:
             inferred = pa.array(values)
         except (OverflowError, pa.ArrowInvalid):

@@ -53,6 +53,13 @@ from airflow_flinkchain.runtime.stream_task import check_output_types
 METRICS_SCHEMA = "metrics string"
 
 
+def _metrics_schema():
+    """METRICS_SCHEMA as a StructType: a DDL string would be parsed by the JVM on every run."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField("metrics", StringType())])
+
+
 @dataclass
 class ChainRunResult:
     chain_id: str
@@ -144,7 +151,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         def per_partition(batches):
             return run_partition(plan, spec, batches)
 
-        rows = df.mapInArrow(per_partition, METRICS_SCHEMA).collect()
+        rows = df.mapInArrow(per_partition, _metrics_schema()).collect()
         reports = sorted((json.loads(r["metrics"]) for r in rows), key=lambda r: r["subtask"])
         for r in reports:
             doc["operators"].extend(r.get("operators", []))
