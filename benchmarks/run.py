@@ -64,10 +64,13 @@ SIZES = {
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
 BASELINE_NOTE = ("Spark baselines read the input as P Parquet files (P splits) with no .repartition(P): a "
-                 "repartition adds a shuffle that makes Spark slower than its own read of the files, and ratios of "
-                 "the chain to baselines measured with it are higher than these for that reason alone. The pyarrow "
-                 "variants (P Spark tasks reading and writing Parquet with pyarrow) are the ceiling of any Python "
-                 "runtime on Spark with the same functions.")
+                 "repartition adds a shuffle that makes Spark slower than its own read of the files, so ratios of "
+                 "the chain to Spark baselines measured with it are higher than these for that reason, not because "
+                 "the chain got slower. On a machine loaded by other processes, wall-time ratios favour the variants "
+                 "that run JVM threads beside the Python workers (mapInArrow, native DataFrame); cpu_ratios (records "
+                 "per CPU second of the whole process tree) are barely moved by that load. The pyarrow variants (P "
+                 "Spark tasks reading and writing Parquet with pyarrow) are the ceiling of a Python runtime on Spark "
+                 "running the same functions with pyarrow's own conversions (to_pylist, from_pylist).")
 
 
 def parse_args(argv=None):
@@ -259,7 +262,10 @@ def merged_base(out: str, fresh: dict) -> dict:
         if isinstance(base[s], dict):
             base[s].setdefault("repeat", old.get("settings", {}).get("repeat"))
     ran = set(fresh["settings"]["sections"])
-    run_sizes = {k: v for k, v in fresh["settings"]["sizes"].items() if {"operators": "parse"}.get(k, k) in ran}
+    # the sections each size is for, where not the section of its name
+    sections_of = {"operators": {"parse"}, "runtime": {"runtime", "vectorized", "scale", "flink"},
+                   "runtime_other": {"runtime", "vectorized"}}
+    run_sizes = {k: v for k, v in fresh["settings"]["sizes"].items() if sections_of.get(k, {k}) & ran}
     fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **run_sizes}  # kept sections' own
     return {**fresh, **base}
 
