@@ -7,12 +7,13 @@ fetch inbox straight into lists (stream sequence, timestamp and payload of each
 message, from the frame's `$JS.ACK` reply subject); every other frame (PING, INFO,
 JetStream API replies) goes, one complete frame at a time, to nats-py's own parser.
 
-`fetch` sends one pull request (`batch` messages, at most `max_bytes`, `no_wait`) and
-returns when the server delivered the batch or ended the request with a status
-(404 nothing available, 408 fewer than asked available, 409 the next message exceeds
-`max_bytes`). Only one request is in flight, and only while the reader reads: a
-consumer that stops reading with data in flight is cut off by the server as a slow
-consumer.
+`fetch` sends one pull request (`batch` messages, `no_wait`) and returns when the server
+delivered the batch or ended the request with a status (404 nothing available, 408 fewer
+than asked available). No `max_bytes`: a request whose byte budget runs out exactly ends
+without a status (nats-server 2.9), indistinguishable from one still arriving; the reader
+sizes its requests from the message sizes instead. Only one request is in flight, and only
+while the reader reads: a consumer that stops reading with data in flight is cut off by the
+server as a slow consumer.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ _OPS_WITH_PAYLOAD = (b"MSG ", b"HMSG ")
 #: <timestamp ns>.<pending>[.<token>] (v1 and v2 formats); the timestamp captured in milliseconds
 _ACK_TAIL = rb"\.\d+\.(\d+)\.\d+\.(\d+)\d{6}\.(\d+)(?:\.[^ .]+)?"
 _GROUP_1, _GROUP_2 = methodcaller("group", 1), methodcaller("group", 2)
+
+
+class FetchError(RuntimeError):
+    """A frame on the fetch subscription that is neither a JetStream message nor a status."""
 
 
 class Fetched:
@@ -71,7 +76,7 @@ class Fetched:
 
     def fail(self, what: str) -> None:
         if not self.done.done():
-            self.done.set_exception(ProtocolError(what))
+            self.done.set_exception(FetchError(what))
 
 
 class FetchParser(Parser):
@@ -126,7 +131,7 @@ class FetchParser(Parser):
                     end += int(buf[buf.rfind(b" ", pos, line_end) + 1:line_end]) + 2
                     if end > n:
                         break
-                    control = buf[pos:line_end].split(b" ")
+                    control = buf[pos:line_end].split()
                     if control[2] == self.sid:
                         if control[0] == b"HMSG":
                             self._headed(control, buf[line_end + 2:end - 2])
@@ -167,21 +172,17 @@ class FetchClient(Client):
         super().__init__()
         self._ps = FetchParser(self)
 
-    async def fetch(self, stream: str, consumer: str, sub, batch: int, max_bytes: Optional[int],
-                    idle_timeout: float) -> Fetched:
+    async def fetch(self, stream: str, consumer: str, sub, batch: int, idle_timeout: float) -> Fetched:
         """One pull request on consumer `consumer` of `stream`, delivered to subscription `sub` (its
-        own inbox): up to `batch` messages of at most `max_bytes` in all. Raises
+        own inbox): up to `batch` messages. Raises
         asyncio.TimeoutError when no message or status arrived for `idle_timeout` seconds."""
         sid, inbox = sub._id, sub.subject
         parser: FetchParser = self._ps
         if parser.sid != str(sid).encode():
             parser.listen(sid, consumer)
         fetched = parser.fetch = Fetched(batch, asyncio.get_running_loop().create_future())
-        request = {"batch": batch, "no_wait": True}
-        if max_bytes:
-            request["max_bytes"] = max_bytes
-        await self.publish(f"{API_PREFIX}.CONSUMER.MSG.NEXT.{stream}.{consumer}", json.dumps(request).encode(),
-                           reply=inbox)
+        await self.publish(f"{API_PREFIX}.CONSUMER.MSG.NEXT.{stream}.{consumer}",
+                           json.dumps({"batch": batch, "no_wait": True}).encode(), reply=inbox)
         seen = -1
         try:
             while not fetched.done.done():

@@ -23,9 +23,10 @@ from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 
 CONNECT_TIMEOUT_S = 5
-#: messages per pull request, and their bytes at most (docs/connectors.md#nats-jetstream)
+#: messages per pull request at most, and the payload bytes a request aims at: its size is
+#: these bytes over the mean message size (the stream's, then the last request's) (docs/connectors.md)
 FETCH_BATCH = 20_000
-FETCH_MAX_BYTES = 8 << 20
+FETCH_BYTES = 8 << 20
 #: a pull request that gets no message for this long fails the read
 FETCH_TIMEOUT_S = 10
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -138,15 +139,11 @@ class NatsJetStreamSplits:
         consumer = None
         try:
             consumer = loop.run_until_complete(self._subscribe(nc, split_id, start))
-            name, sub, pending = consumer
+            name, sub, pending, message_bytes = consumer
             position = start
             while pending > 0 and position < end:
-                batch = min(FETCH_BATCH, end - position, pending)
-                fetched = loop.run_until_complete(self._fetch(nc, name, sub, batch, FETCH_MAX_BYTES, split_id,
-                                                              position, pending))
-                if not fetched and fetched.status and fetched.status[0] == 409:  # one message > max bytes
-                    fetched = loop.run_until_complete(self._fetch(nc, name, sub, 1, None, split_id, position,
-                                                                  pending))
+                batch = min(FETCH_BATCH, end - position, pending, max(1, FETCH_BYTES // max(1, message_bytes)))
+                fetched = loop.run_until_complete(self._fetch(nc, name, sub, batch, split_id, position, pending))
                 if not fetched:
                     code, text = fetched.status or (0, "")
                     raise RuntimeError(f"{self.where}: the server delivered no message of split {split_id!r} from "
@@ -156,6 +153,7 @@ class NatsJetStreamSplits:
                 keep = len(fetched) if last < end else bisect_left(fetched.seqs(), end)
                 yield self._records(fetched, keep)
                 position, pending = last + 1, fetched.pending()
+                message_bytes = sum(map(len, fetched.payloads)) // len(fetched)
         finally:
             loop.run_until_complete(self._close(nc, consumer))
             loop.close()
@@ -178,10 +176,9 @@ class NatsJetStreamSplits:
             raise
         return map(StreamRecord, values, fetched.stamps(keep))
 
-    async def _fetch(self, nc, consumer: str, sub, batch: int, max_bytes, split_id: str, position: int,
-                     pending: int):
+    async def _fetch(self, nc, consumer: str, sub, batch: int, split_id: str, position: int, pending: int):
         try:
-            return await nc.fetch(self.source.stream, consumer, sub, batch, max_bytes, FETCH_TIMEOUT_S)
+            return await nc.fetch(self.source.stream, consumer, sub, batch, FETCH_TIMEOUT_S)
         except asyncio.TimeoutError:
             raise RuntimeError(f"{self.where}: no message within {FETCH_TIMEOUT_S}s while reading split "
                                f"{split_id!r} from sequence {position}, although {pending} were pending; "
@@ -240,13 +237,14 @@ class NatsJetStreamSplits:
         config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
                                     ack_policy=api.AckPolicy.NONE, inactive_threshold=60.0, mem_storage=True,
                                     filter_subject=split_id if self.source.subjects else None)
+        state = (await js.stream_info(self.source.stream)).state
         info = await js.add_consumer(self.source.stream, config=config)
-        return info.name, await nc.subscribe(nc.new_inbox()), info.num_pending
+        return info.name, await nc.subscribe(nc.new_inbox()), info.num_pending, state.bytes // max(1, state.messages)
 
     async def _close(self, nc, consumer) -> None:
         try:
             if consumer is not None:
-                name, sub, _pending = consumer
+                name, sub = consumer[:2]
                 await sub.unsubscribe()
                 await nc.jetstream().delete_consumer(self.source.stream, name)
         except Exception:  # noqa: BLE001  (an ephemeral consumer the server drops by itself when idle)
