@@ -31,6 +31,7 @@ _SPECIAL = ("\\", "\t", "\n", "\r")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _FLOAT_WORDS = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
 _NUMBERS = frozenset({int, float, decimal.Decimal})
+_NUMERIC = ("Numeric", "Float", "NumericCommon")  # numeric and float columns (SQLAlchemy 2.0 and 2.1)
 
 
 class RowColumns:
@@ -81,9 +82,9 @@ def _datetime_texts(values: list) -> Optional[list]:
 #: exact value type -> (text forms of a list of such values, the column types that store them as
 #: an INSERT does: SQLAlchemy type class names looked up along the column type's MRO)
 _FORMS = {
-    int: (lambda vs: list(map(int.__repr__, vs)), ("Integer", "Numeric")),
-    float: (_float_texts, ("Numeric",)),
-    decimal.Decimal: (lambda vs: list(map(str, vs)), ("Numeric",)),
+    int: (lambda vs: list(map(int.__repr__, vs)), ("Integer", *_NUMERIC)),
+    float: (_float_texts, _NUMERIC),
+    decimal.Decimal: (lambda vs: list(map(str, vs)), _NUMERIC),
     bool: (lambda vs: ["t" if v else "f" for v in vs], ("Boolean",)),
     str: (_escaped, None),  # any column: its type's input function reads the text
     datetime.datetime: (_datetime_texts, ("DateTime",)),
