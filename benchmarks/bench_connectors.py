@@ -7,7 +7,7 @@ return, records/s of the rows:
 
   file_source    ParquetSource(dir, monitor=True) -> ParquetSink                      (the baseline)
   nats_source    NatsJetStreamSource (a bench stream, one JSON message per row, published
-                 before the timing) -> ParquetSink
+                 before the timing; output_type=ROW declared on the source) -> ParquetSink
   delta_source   DeltaSource (a Delta table written by `deltalake` before the timing) -> ParquetSink
   delta_sink     ParquetSource -> DeltaSink (append): the run's one Delta commit
   sql_sink       ParquetSource -> SqlSink on PostgreSQL (127.0.0.1:5432, database `test`): the

@@ -6,13 +6,13 @@ split ends at the stream's last sequence + 1 when the run began. `read_split` cr
 ephemeral pull consumer (no acknowledgements, deleted at the end, and dropped by the server
 after a minute of inactivity anyway) starting at the range's first sequence and filtered
 to the split's subject, and reads until the range's end or until nothing matching is
-pending. The checkpoint is the only record of what was read.
+pending, in pull requests of many messages (nats_fetch) whose payloads are decoded per
+request. The checkpoint is the only record of what was read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 from bisect import bisect_left
 from itertools import chain
@@ -29,8 +29,6 @@ FETCH_BATCH = 20_000
 FETCH_BYTES = 8 << 20
 #: a pull request that gets no message for this long fails the read
 FETCH_TIMEOUT_S = 10
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_MS = datetime.timedelta(milliseconds=1)
 
 
 def _nats():
@@ -39,12 +37,6 @@ def _nats():
     except ImportError as exc:
         raise RuntimeError("NatsJetStreamSource needs the nats-py package (pip install nats-py)") from exc
     return nats
-
-
-def timestamp_ms(when: datetime.datetime) -> int:
-    """A JetStream message timestamp as epoch milliseconds (integer arithmetic: the same
-    message always gets the same record timestamp)."""
-    return (when - _EPOCH) // _MS
 
 
 def connect_options(source: NatsJetStreamSource, where: str) -> dict:
