@@ -61,7 +61,8 @@ class RowColumns:
 
 
 def _escaped(texts: list) -> list:
-    if not any(c in "".join(texts) for c in _SPECIAL):
+    joined = "".join(texts)
+    if not any(c in joined for c in _SPECIAL):
         return texts
     return [t.translate(_ESCAPES) for t in texts]
 
