@@ -8,7 +8,7 @@ be the ones `spark.read.csv` / `spark.read.json` give for the same files:
   `schema`, as `FileSourceReader`); then a column is int, bigint, double, boolean, date,
   timestamp or string by Spark's rules (`CSVInferSchema`): each value's narrowest type,
   widened int -> bigint -> double and date -> timestamp, any other mix is string. An empty
-  field or one equal to `nullValue` is null. `header` gives the names (the first file's),
+  field or one equal to `nullValue` is null; integers beyond a long are decimal(p, 0). `header` gives the names (the first file's),
   else `_c0`, `_c1`, ...; `sep` / `delimiter` the separator. Any other option is refused.
 - JSON: integers are bigint, other numbers double, fields sorted by name (also in
   objects), types unified across lines and files (bigint + double -> double, any other
@@ -112,8 +112,8 @@ def infer_csv_type(column: pa.ChunkedArray) -> pa.DataType:
     if every(_INT):
         try:
             ints = pc.cast(pc.replace_substring_regex(values, r"^\+", ""), pa.int64())
-        except pa.ArrowInvalid:  # beyond a long: Spark's double
-            return pa.float64()
+        except pa.ArrowInvalid:  # beyond a long: Spark's decimal wide enough for every value
+            return _wide_integer_type(pc.unique(values).to_pylist())
         lo, hi = pc.min_max(ints).values()
         return pa.int32() if _INT32[0] <= lo.as_py() and hi.as_py() <= _INT32[1] else pa.int64()
     if every(_DOUBLE):
@@ -129,10 +129,23 @@ def infer_csv_type(column: pa.ChunkedArray) -> pa.DataType:
     return pa.string()
 
 
+def _wide_integer_type(texts: list) -> pa.DataType:
+    """Spark's type of integers some beyond a long: decimal(p, 0), p the widest (an int counts
+    10 digits, a long 20); double beyond 38 digits."""
+    def digits(text: str) -> int:
+        v = int(text)
+        if _INT32[0] <= v <= _INT32[1]:
+            return 10
+        return 20 if -(2 ** 63) <= v < 2 ** 63 else len(str(abs(v)))
+
+    p = max(map(digits, texts))
+    return pa.float64() if p > 38 else pa.decimal128(p, 0)
+
+
 def cast_csv_column(column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     if to == pa.string():
         return column
-    if pa.types.is_integer(to):
+    if pa.types.is_integer(to) or pa.types.is_decimal(to):
         return pc.cast(pc.replace_substring_regex(column, r"^\+", ""), to)
     if pa.types.is_floating(to):
         return pc.cast(pc.replace_substring_regex(pc.utf8_trim_whitespace(column), r"[fFdD]$", ""), to)
@@ -213,8 +226,12 @@ def _spark_json_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct(sorted((pa.field(f.name, _spark_json_type(f.type)) for f in t), key=lambda f: f.name))
     if pa.types.is_list(t):
-        return pa.list_(_spark_json_type(t.value_type))
+        return _list(_spark_json_type(t.value_type))
     return t
+
+
+def _list(item: pa.DataType) -> pa.DataType:
+    return pa.list_(pa.field("element", item))  # Spark's Arrow name of a list's item
 
 
 def _value_type(v: Any) -> pa.DataType:
@@ -229,7 +246,7 @@ def _value_type(v: Any) -> pa.DataType:
     if isinstance(v, str):
         return pa.string()
     if isinstance(v, list):
-        return pa.list_(_unify([_value_type(x) for x in v]) if v else pa.null())
+        return _list(_unify([_value_type(x) for x in v]) if v else pa.null())
     return _unify_struct([pa.struct(sorted((pa.field(k, _value_type(x)) for k, x in v.items()),
                                            key=lambda f: f.name))])
 
@@ -255,7 +272,7 @@ def _unify2(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(a) and pa.types.is_struct(b):
         return _unify_struct([a, b])
     if pa.types.is_list(a) and pa.types.is_list(b):
-        return pa.list_(_unify2(a.value_type, b.value_type))
+        return _list(_unify2(a.value_type, b.value_type))
     return pa.string()
 
 
@@ -272,7 +289,7 @@ def _final(t: pa.DataType) -> pa.DataType:
     if pa.types.is_null(t):
         return pa.string()
     if pa.types.is_list(t):
-        return pa.list_(_final(t.value_type))
+        return _list(_final(t.value_type))
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _final(f.type)) for f in t])
     return t
