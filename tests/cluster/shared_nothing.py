@@ -36,11 +36,13 @@ DRIVER_DAGS = f"{PRIVATE_HOME}/dags"  # the examples of dags/ and the tests' DAG
 
 
 class SharedNothingCluster:
-    def __init__(self, workdir: Path, dag_files: tuple = (), workers: int = 2):
+    def __init__(self, workdir: Path, dag_files: tuple = (), workers: int = 2, s3: Optional[S3Server] = None):
+        """`s3`: a running S3 server to use (the test session's); else the cluster starts its own."""
         self.dag_files = [Path(f) for f in dag_files]
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.s3 = S3Server()
+        self.own_s3 = s3 is None
+        self.s3 = s3 or S3Server()
         self.cluster = StandaloneCluster(self.workdir / "spark", workers=workers, cores=1, memory="1g",
                                          private_mounts=True)
         self.driver = PrivateMounts("driver")
@@ -49,7 +51,8 @@ class SharedNothingCluster:
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "SharedNothingCluster":
         try:
-            self.s3.start(str(self.workdir / "moto.log"))
+            if self.own_s3:
+                self.s3.start(str(self.workdir / "moto.log"))
             self.bucket = self.s3.new_bucket("cluster")
             self.driver.start()
             files = [str(p) for p in [*DAGS.glob("*.py"), *self.dag_files]]
@@ -83,15 +86,23 @@ class SharedNothingCluster:
     def stop(self) -> None:
         self.cluster.stop()
         self.driver.stop()
-        self.s3.stop()
+        if self.own_s3:
+            self.s3.stop()
 
     # -- locations ---------------------------------------------------------------
     def uri(self, *parts: str) -> str:
         return "/".join([f"s3://{self.bucket}", *parts])
 
     def driver_path(self, inside: str) -> Path:
-        """A file of the driver side (e.g. its SQLite database), read from here."""
+        """A file of the driver side, as seen from here (through /proc/<pid>/root)."""
         return self.driver.path(inside)
+
+    def copy_from_driver(self, inside: str, dest: Path) -> Path:
+        """A copy of a file of the driver side, e.g. its SQLite database: SQLite opening the
+        /proc/<pid>/root path would resolve the link to this process's own root, and its
+        journal would land there."""
+        shutil.copyfile(self.driver.path(inside), dest)
+        return dest
 
     # -- the driver side ---------------------------------------------------------
     def driver_env(self, **extra: str) -> dict:
