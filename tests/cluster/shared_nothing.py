@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -46,6 +47,7 @@ class SharedNothingCluster:
         self.cluster = StandaloneCluster(self.workdir / "spark", workers=workers, cores=1, memory="1g",
                                          private_mounts=True)
         self.driver = PrivateMounts("driver")
+        self.dag_servers: dict[str, DagServer] = {}
         self.bucket = ""
 
     # -- lifecycle -------------------------------------------------------------
@@ -84,6 +86,8 @@ class SharedNothingCluster:
         shutil.copyfile(snapshot, home / "airflow.db")
 
     def stop(self) -> None:
+        for server in self.dag_servers.values():
+            server.stop()
         self.cluster.stop()
         self.driver.stop()
         if self.own_s3:
@@ -136,13 +140,12 @@ class SharedNothingCluster:
 
     def start_dag(self, dag_file: str, dag_id: str, conf: Optional[dict] = None, log_name: str = "") -> "DagRun":
         """dag.test() of `dag_id` of the DAG file named `dag_file` (in the driver's DAG folder),
-        running in the background."""
-        args = [sys.executable, str(RUN_DAG), f"{DRIVER_DAGS}/{dag_file}", dag_id]
-        if conf is not None:
-            args += ["--conf", json.dumps(conf)]
-        log = self.workdir / f"dag-{log_name or dag_id}.log"
-        return DagRun(subprocess.Popen(self.driver.command(args), env=self.driver_env(), stdout=open(log, "wb"),
-                                       stderr=subprocess.STDOUT, start_new_session=True), log)
+        running in the background in the driver side's DAG process of that file (one per file,
+        kept between runs; `run_dag.py --serve`)."""
+        server = self.dag_servers.get(dag_file)
+        if server is None or server.proc.poll() is not None:
+            server = self.dag_servers[dag_file] = DagServer(self, dag_file)
+        return server.submit(dag_id, conf, self.workdir / f"dag-{log_name or dag_id}.log")
 
     def run_dag(self, dag_file: str, dag_id: str, conf: Optional[dict] = None, log_name: str = "",
                 timeout: float = 900) -> dict:
@@ -175,23 +178,70 @@ class SharedNothingCluster:
         return out
 
 
+class DagServer:
+    """`run_dag.py --serve` of one DAG file on the driver side: DAG runs one after the other; its
+    output goes to the log of the run in progress."""
+
+    def __init__(self, cluster: SharedNothingCluster, dag_file: str):
+        args = [sys.executable, str(RUN_DAG), f"{DRIVER_DAGS}/{dag_file}", "--serve"]
+        self.log = open(cluster.workdir / f"dag-server-{dag_file}.log", "ab")
+        self.proc = subprocess.Popen(cluster.driver.command(args), env=cluster.driver_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self.current: Optional[DagRun] = None
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            run = self.current
+            if run is None:
+                self.log.write(line)
+                self.log.flush()
+            else:
+                run.feed(line)
+        if self.current is not None:
+            self.current.done.set()  # the process ended: no result
+
+    def submit(self, dag_id: str, conf: Optional[dict], log: Path) -> "DagRun":
+        assert self.current is None or self.current.done.is_set(), "a DAG run is still in progress"
+        self.current = DagRun(self, log)
+        self.proc.stdin.write((json.dumps({"dag_id": dag_id, "conf": conf}) + "\n").encode())
+        self.proc.stdin.flush()
+        return self.current
+
+    def stop(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            kill_tree(self.proc.pid)
+        self.log.close()
+
+
 class DagRun:
-    def __init__(self, proc: subprocess.Popen, log: Path):
-        self.proc, self.log = proc, log
+    def __init__(self, server: DagServer, log: Path):
+        self.server, self.log = server, log
+        self.file = open(log, "wb")
+        self.done = threading.Event()
+        self.line: Optional[bytes] = None
+
+    def feed(self, line: bytes) -> None:
+        self.file.write(line)
+        self.file.flush()
+        if line.startswith(b'{"run_id"'):
+            self.line = line
+            self.file.close()
+            self.done.set()
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        return not self.done.is_set()
 
     def result(self, timeout: float = 900) -> dict:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_tree(self.proc.pid)
+        if not self.done.wait(timeout):
+            kill_tree(self.server.proc.pid)
             raise AssertionError(f"dag.test() still running after {timeout:.0f} s; log {self.log}")
         text = self.log.read_text(errors="replace")
-        lines = [l for l in text.splitlines() if l.startswith('{"run_id"')]
-        assert lines, f"dag.test() printed no result (exit {self.proc.returncode}); log {self.log}:\n{text[-6000:]}"
-        result = json.loads(lines[-1])
+        assert self.line, f"dag.test() printed no result (exit {self.server.proc.poll()}); log {self.log}:\n{text[-6000:]}"
+        result = json.loads(self.line)
         result["log"] = text
         return result
 
