@@ -87,6 +87,10 @@ def read_csv_files(blobs: list[bytes], options: dict, schema: Optional[pa.Schema
     parse = pacsv.ParseOptions(delimiter=opts["sep"])
     tables = []
     for blob in blobs:
+        body = blob.split(b"\n", 1)[1] if opts["header"] and b"\n" in blob else b"" if opts["header"] else blob
+        if not body.strip():  # an empty file, or a header alone: no rows (pyarrow refuses it)
+            tables.append(pa.schema([(n, pa.string()) for n in names] if schema is None else schema).empty_table())
+            continue
         try:
             tables.append(pacsv.read_csv(pa.BufferReader(blob), read_options=read, parse_options=parse,
                                          convert_options=convert))
