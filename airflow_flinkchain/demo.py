@@ -128,17 +128,21 @@ class DagTests:
     def __init__(self):
         self.proc = self.key = self.stderr = None
 
+    def start(self, env: dict, dag_file: str, log_path: str) -> None:
+        """Start the process (Airflow's import, the DAG file's parse) ahead of the first run."""
+        if self.key != (dag_file, log_path):
+            self.close()
+            code = _SERVE.format(dags=DAGS, path=os.path.join(DAGS, dag_file))
+            self.stderr = open(log_path, "a")
+            self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+            self.key = (dag_file, log_path)
+
     def __call__(self, env: dict, dag_file: str, log_path: str, conf: dict = None, mode: str = "w"):
         if mode == "w":
             open(log_path, "w").close()
         with open(log_path, "a") as log:  # the process's stderr appends to it too
-            if self.key != (dag_file, log_path):
-                self.close()
-                code = _SERVE.format(dags=DAGS, path=os.path.join(DAGS, dag_file))
-                self.stderr = open(log_path, "a")
-                self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=self.stderr, text=True)
-                self.key = (dag_file, log_path)
+            self.start(env, dag_file, log_path)
             self.proc.stdin.write(json.dumps(conf or {}) + "\n")
             self.proc.stdin.flush()
             for line in self.proc.stdout:
