@@ -141,7 +141,7 @@ class KeyWindowFold:
             events.append((max_ts, 2 * seq, window, acc, True))
             if has_clear:
                 cleanup = core._cleanup_time(window)
-                if cleanup != MAX_WATERMARK_TS:
+                if cleanup != max_ts and cleanup != MAX_WATERMARK_TS:  # else one timer: firing, then cleanup
                     events.append((cleanup, 2 * seq + 1, window, None, False))
         if self.tumbling is None or has_clear:
             events.sort(key=lambda e: (e[0], e[1]))
