@@ -32,6 +32,7 @@ Templated paths (`{{ ds }}`) are rendered by the caller and passed as
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -144,7 +145,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         def per_partition(batches):
             return run_partition(plan, spec, batches)
 
-        rows = df.mapInArrow(per_partition, METRICS_SCHEMA).collect()
+        rows = df.mapInArrow(per_partition, _metrics_schema()).collect()
         reports = sorted((json.loads(r["metrics"]) for r in rows), key=lambda r: r["subtask"])
         for r in reports:
             doc["operators"].extend(r.get("operators", []))
@@ -175,6 +176,14 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+@functools.lru_cache(maxsize=1)
+def _metrics_schema():
+    """METRICS_SCHEMA as a StructType: a DDL string is parsed by the JVM at every mapInArrow."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField("metrics", StringType())])
 
 
 def _stream_source(job, chain, spec: SubtaskSpec, step: ChainStreamStep, overrides: dict) -> None:
