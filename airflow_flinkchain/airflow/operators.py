@@ -253,7 +253,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
                "chain": self.chain_spec.chain_id, "pipeline": self.pipeline_spec.pipeline}
         store_call("record_attempt", store.record_attempt, doc, try_number=run.try_number)
 
-    def _after_submit(self, run: PipelineRun, started: float, where: str, marks: dict) -> dict:
+    def _after_submit(self, run: PipelineRun, started: float, where: str, marks: Optional[dict] = None) -> dict:
         metrics = run.read_metrics(self.chain_spec.chain_id)
         summary: dict[str, Any] = {
             "pipeline": self.pipeline_spec.pipeline,
@@ -276,9 +276,9 @@ class ChainSubmitOperator(SparkSubmitOperator):
         summary["state"] = metrics.get("state")
         summary["operators"] = operator_totals(metrics.get("operators") or [])
         summary["outputs"] = metrics.get("outputs") or []
-        marks["recorded"] = round(time.time(), 3)
         # where the attempt's time went (runtime.core.timings): this task's marks, the driver's, the subtasks'
-        summary["timings"] = {"task": marks, **(metrics.get("timings") or {})}
+        summary["timings"] = {"task": {**(marks or {}), "recorded": round(time.time(), 3)},
+                              **(metrics.get("timings") or {})}
         return summary
 
     # ---- Spark location, master, parallelism ----------------------------------------------
