@@ -55,9 +55,10 @@ nats:
 test: venv system-deps airflow-db nats
 	$(BIN)/lint-imports  # layering contracts: pyproject.toml [tool.importlinter]
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(BUILD)/site
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not shared_nothing" tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# The example DAGs on a Spark cluster whose machines share only an S3 server (root: mount namespaces).
+# Only the example DAGs on a Spark cluster whose machines share only an S3 server (root: mount
+# namespaces); make test runs them too.
 test-shared-nothing: venv system-deps airflow-db
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m shared_nothing tests/cluster
 

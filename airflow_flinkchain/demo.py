@@ -33,13 +33,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAGS = os.path.join(REPO, "dags")
 DAG_FILES = {"flinkchain_clickstream": "flinkchain_clickstream.py", "flinkchain_orders": "flinkchain_orders.py"}
 
-_RUN = """
+# One process runs every dag.test() of a demo: Airflow's import, the DAG folder's parse and
+# the in-process execution API (cached per process) are paid once, not once per run.
+_SERVE = """
 import json, runpy, sys
 sys.path.insert(0, {dags!r})
 dag = runpy.run_path({path!r}, run_name="flinkchain_demo")["dag"]
-dr = dag.test(run_conf={conf!r})
-print("FLINKCHAIN_RESULT " + json.dumps({{"run_id": dr.run_id, "state": str(getattr(dr.state, "value", dr.state)),
-    "tasks": {{ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}}}}))
+for line in sys.stdin:
+    dr = dag.test(run_conf=json.loads(line))
+    print("FLINKCHAIN_RESULT " + json.dumps({{"run_id": dr.run_id, "state": str(getattr(dr.state, "value", dr.state)),
+        "tasks": {{ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}}}}),
+        flush=True)
 """
 
 
@@ -116,18 +120,54 @@ def print_outputs(env: dict, dag_id: str, run_id: str) -> None:
     print(f"  run store: {os.path.join(home, 'flinkchain_store.db')} (Airflow UI: the DAG's 'Chains' tab)")
 
 
-def run_dag_test(env: dict, dag_file: str, log_path: str, conf: dict = None, mode: str = "w"):
-    """One dag.test() run of the DAG file's `dag` in a fresh process: {run_id, state, tasks}, or None."""
-    code = _RUN.format(dags=DAGS, path=os.path.join(DAGS, dag_file), conf=conf or {})
-    with open(log_path, mode) as log:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                              stderr=log, text=True)
-        log.write(proc.stdout)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("FLINKCHAIN_RESULT ")]
-    if not lines:
+class DagTests:
+    """dag.test() runs of a DAG file, one after the other in one child process:
+    `runs(env, dag_file, log_path, conf=..., mode=...)` is {run_id, state, tasks}, or None
+    when the run did not finish. `close()` ends the process."""
+
+    def __init__(self):
+        self.proc = self.key = self.stderr = None
+
+    def start(self, env: dict, dag_file: str, log_path: str) -> None:
+        """Start the process (Airflow's import, the DAG file's parse) ahead of the first run."""
+        if self.key != (dag_file, log_path):
+            self.close()
+            code = _SERVE.format(dags=DAGS, path=os.path.join(DAGS, dag_file))
+            self.stderr = open(log_path, "a")
+            self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+            self.key = (dag_file, log_path)
+
+    def __call__(self, env: dict, dag_file: str, log_path: str, conf: dict = None, mode: str = "w"):
+        if mode == "w":
+            open(log_path, "w").close()
+        with open(log_path, "a") as log:  # the process's stderr appends to it too
+            self.start(env, dag_file, log_path)
+            self.proc.stdin.write(json.dumps(conf or {}) + "\n")
+            self.proc.stdin.flush()
+            for line in self.proc.stdout:
+                if line.startswith("FLINKCHAIN_RESULT "):
+                    return json.loads(line[len("FLINKCHAIN_RESULT "):])
+                log.write(line)
+        self.close()
         print(f"the DAG run did not finish; see {log_path}")
         return None
-    return json.loads(lines[-1][len("FLINKCHAIN_RESULT "):])
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait()
+            self.stderr.close()
+            self.proc = self.key = self.stderr = None
+
+
+def run_dag_test(env: dict, dag_file: str, log_path: str, conf: dict = None, mode: str = "w"):
+    """One dag.test() run of the DAG file's `dag` in a fresh process: {run_id, state, tasks}, or None."""
+    runs = DagTests()
+    try:
+        return runs(env, dag_file, log_path, conf, mode)
+    finally:
+        runs.close()
 
 
 def main(argv=None) -> int:
@@ -140,14 +180,15 @@ def main(argv=None) -> int:
     env = demo_env()
     os.environ.update({k: env[k] for k in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER")})
     ensure_db(env)
-    if args.what == "stream":
+    if args.what in ("stream", "cluster"):
+        from airflow_flinkchain.demo_cluster import cluster_demo
         from airflow_flinkchain.demo_stream import stream_demo
 
-        return stream_demo(env, run_dag_test)
-    if args.what == "cluster":
-        from airflow_flinkchain.demo_cluster import cluster_demo
-
-        return cluster_demo(env, run_dag_test)
+        runs = DagTests()
+        try:
+            return (stream_demo if args.what == "stream" else cluster_demo)(env, runs)
+        finally:
+            runs.close()
     print_chains(args.dag)
     log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{args.dag}.log")
     print(f"\nRunning DAG {args.dag} with dag.test() (real spark-submit per chain); log: {log_path}", flush=True)

@@ -19,6 +19,7 @@ BUCKET = "flinkchain-demo"
 
 
 def cluster_demo(env: dict, run_dag_test) -> int:
+    from airflow_flinkchain.demo_stream import DAG_FILE, log_path
     from airflow_flinkchain.localcluster.s3_server import S3Server
     from airflow_flinkchain.localcluster.standalone import StandaloneCluster
 
@@ -26,21 +27,9 @@ def cluster_demo(env: dict, run_dag_test) -> int:
     started = time.time()
     print("Starting an S3 server (moto) and a Spark standalone master and worker on 127.0.0.1 ...", flush=True)
     os.makedirs(workdir, exist_ok=True)
-    s3 = S3Server().start(os.path.join(workdir, "moto.log"))
-    try:
-        with StandaloneCluster(workdir, workers=1, cores=2, memory="2g") as cluster:
-            code = _run_on(cluster, s3, env, run_dag_test, started)
-    finally:
-        s3.stop()
-    return code
-
-
-def _run_on(cluster, s3, env: dict, run_dag_test, started: float) -> int:
-    from airflow_flinkchain.demo_stream import stream_demo
-
-    s3.client().create_bucket(Bucket=BUCKET)
+    s3, cluster = S3Server(), StandaloneCluster(workdir, workers=1, cores=2, memory="2g")
     root = f"s3://{BUCKET}"
-    settings = {
+    settings = {  # the ports are chosen already: the Airflow side can start with the servers
         **s3.env,
         "AIRFLOW__FLINKCHAIN__EXCHANGE_ROOT": f"{root}/exchange",
         "FLINKCHAIN_EXAMPLES_ROOT": f"{root}/flinkchain",
@@ -48,6 +37,22 @@ def _run_on(cluster, s3, env: dict, run_dag_test, started: float) -> int:
                                                   "port": cluster.port, "extra": {"deploy-mode": "client"}}),
     }
     env = {**env, **settings}
+    if hasattr(run_dag_test, "start"):  # Airflow's import and the DAG's parse while the servers start
+        run_dag_test.start(env, DAG_FILE, log_path(env))
+    s3.start(os.path.join(workdir, "moto.log"))
+    try:
+        with cluster:
+            code = _run_on(cluster, s3, env, settings, run_dag_test, started)
+    finally:
+        s3.stop()
+    return code
+
+
+def _run_on(cluster, s3, env: dict, settings: dict, run_dag_test, started: float) -> int:
+    from airflow_flinkchain.demo_stream import stream_demo
+
+    s3.client().create_bucket(Bucket=BUCKET)
+    root = f"s3://{BUCKET}"
     os.environ.update(settings)  # this process drops the slices and reads the outputs on S3 too
     print(f"  S3 server      {s3.endpoint}  bucket {BUCKET} (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... set)")
     print(f"  Spark master   {cluster.master_url}  web UI {cluster.webui_url}")

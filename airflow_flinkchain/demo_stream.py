@@ -12,7 +12,12 @@ import time
 from collections import Counter
 
 DAG_ID = "flinkchain_stream_runs"
+DAG_FILE = f"{DAG_ID}.py"
 SLICES = 3
+
+
+def log_path(env: dict) -> str:
+    return os.path.join(env["AIRFLOW_HOME"], f"demo-{DAG_ID}.log")
 
 
 def sink_rows(output_dir: str) -> Counter:
@@ -54,10 +59,10 @@ def stream_demo(env: dict, run_dag_test) -> int:
     for d in where.values():  # a fresh stream (the reset of docs/stream-runs.md)
         _delete(d)
     slices = example.click_slices(n_slices=SLICES)
-    log_path = os.path.join(env["AIRFLOW_HOME"], f"demo-{DAG_ID}.log")
-    print(f"Stream runs of DAG {DAG_ID}: {SLICES} slices of click files, then a drained run; log: {log_path}")
+    log = log_path(env)
+    print(f"Stream runs of DAG {DAG_ID}: {SLICES} slices of click files, then a drained run; log: {log}")
     print(f"  input {where['input_dir']}\n  checkpoints {where['checkpoint_dir']}\n  outputs {where['output_dir']}")
-    open(log_path, "w").close()
+    open(log, "w").close()
     for k, part in enumerate(slices + [None]):
         if part is not None:
             path = example.drop_slice(where["input_dir"], k, part)
@@ -67,7 +72,7 @@ def stream_demo(env: dict, run_dag_test) -> int:
         print(f"\n{what}", flush=True)
         started = time.time()
         before = sink_rows(where["output_dir"])
-        result = run_dag_test(env, "flinkchain_stream_runs.py", log_path, conf={"drain": part is None}, mode="a")
+        result = run_dag_test(env, DAG_FILE, log, conf={"drain": part is None}, mode="a")
         if result is None:
             return 1
         print(f"  DAG run {result['run_id']}: {result['state'].upper()} in {time.time() - started:.0f} s")

@@ -48,6 +48,9 @@ _HOOK_ARGS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) -
 #: spark.flinkchain.submission=<uuid>`): how on_kill finds this task's spark-submit among the
 #: processes on the command line, without the provider's private attributes.
 SUBMISSION_CONF = "spark.flinkchain.submission"
+#: Caps a chain's cores on a standalone master (`spark://`) to its parallelism, unless the
+#: chain sets it or `total_executor_cores` itself.
+STANDALONE_CORES_CONF = "spark.cores.max"
 
 
 class ChainSubmitHook(SparkSubmitHook):
@@ -310,6 +313,10 @@ class ChainSubmitOperator(SparkSubmitOperator):
         kwargs["env_vars"] = env or None
         self.submission_id = uuid.uuid4().hex
         kwargs["conf"] = {**(kwargs.get("conf") or {}), SUBMISSION_CONF: self.submission_id}
+        if master.startswith("spark://") and kwargs.get("total_executor_cores") is None:
+            # a standalone master gives an application every free core unless capped: one chain
+            # would starve the chains running beside it
+            kwargs["conf"].setdefault(STANDALONE_CORES_CONF, str(self.chain_spec.parallelism))
         return ChainSubmitHook(parallelism=self.chain_spec.parallelism, **kwargs)
 
     def _finish_class_data(self, succeeded: bool) -> None:

@@ -73,3 +73,27 @@ def test_runtime_and_store_import_no_airflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": REPO})
     assert out.stdout.strip() == "[]"
+
+
+def _spark_submit_conf(op) -> dict:
+    cmd = op._get_hook()._build_spark_submit_command("app.py")
+    return dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+
+
+def test_a_chain_on_a_standalone_master_takes_as_many_cores_as_its_parallelism(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"spark://127.0.0.1","port":7077,'
+                                                     '"extra":{"deploy-mode":"client"}}')
+    p = StreamPipeline("cores", parallelism=3)
+    p.from_collection(range(3)).map(lambda x: x).name("m").collect("out")
+    dag, _ = render(p)
+    ops = [t for t in dag.tasks if getattr(t, "chain_spec", None) is not None]
+    assert [_spark_submit_conf(op)["spark.cores.max"] for op in ops] == [str(op.chain_spec.parallelism) for op in ops]
+    assert 3 in [op.chain_spec.parallelism for op in ops]
+    q = StreamPipeline("cores_set", parallelism=3, total_executor_cores=5)
+    q.from_collection(range(3)).map(lambda x: x).name("m").collect("out")
+    dag, _ = render(q)
+    op = [t for t in dag.tasks if getattr(t, "chain_spec", None) is not None][-1]
+    assert "spark.cores.max" not in _spark_submit_conf(op)  # --total-executor-cores 5 says it
+    assert op._get_hook()._build_spark_submit_command("app.py").count("--total-executor-cores") == 1
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"local[2]"}')
+    assert "spark.cores.max" not in _spark_submit_conf(op)

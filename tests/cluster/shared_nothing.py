@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -36,20 +37,24 @@ DRIVER_DAGS = f"{PRIVATE_HOME}/dags"  # the examples of dags/ and the tests' DAG
 
 
 class SharedNothingCluster:
-    def __init__(self, workdir: Path, dag_files: tuple = (), workers: int = 2):
+    def __init__(self, workdir: Path, dag_files: tuple = (), workers: int = 2, s3: Optional[S3Server] = None):
+        """`s3`: a running S3 server to use (the test session's); else the cluster starts its own."""
         self.dag_files = [Path(f) for f in dag_files]
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.s3 = S3Server()
+        self.own_s3 = s3 is None
+        self.s3 = s3 or S3Server()
         self.cluster = StandaloneCluster(self.workdir / "spark", workers=workers, cores=1, memory="1g",
                                          private_mounts=True)
         self.driver = PrivateMounts("driver")
+        self.dag_servers: dict[str, DagServer] = {}
         self.bucket = ""
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "SharedNothingCluster":
         try:
-            self.s3.start(str(self.workdir / "moto.log"))
+            if self.own_s3:
+                self.s3.start(str(self.workdir / "moto.log"))
             self.bucket = self.s3.new_bucket("cluster")
             self.driver.start()
             files = [str(p) for p in [*DAGS.glob("*.py"), *self.dag_files]]
@@ -81,17 +86,27 @@ class SharedNothingCluster:
         shutil.copyfile(snapshot, home / "airflow.db")
 
     def stop(self) -> None:
+        for server in self.dag_servers.values():
+            server.stop()
         self.cluster.stop()
         self.driver.stop()
-        self.s3.stop()
+        if self.own_s3:
+            self.s3.stop()
 
     # -- locations ---------------------------------------------------------------
     def uri(self, *parts: str) -> str:
         return "/".join([f"s3://{self.bucket}", *parts])
 
     def driver_path(self, inside: str) -> Path:
-        """A file of the driver side (e.g. its SQLite database), read from here."""
+        """A file of the driver side, as seen from here (through /proc/<pid>/root)."""
         return self.driver.path(inside)
+
+    def copy_from_driver(self, inside: str, dest: Path) -> Path:
+        """A copy of a file of the driver side, e.g. its SQLite database: SQLite opening the
+        /proc/<pid>/root path would resolve the link to this process's own root, and its
+        journal would land there."""
+        shutil.copyfile(self.driver.path(inside), dest)
+        return dest
 
     # -- the driver side ---------------------------------------------------------
     def driver_env(self, **extra: str) -> dict:
@@ -125,13 +140,12 @@ class SharedNothingCluster:
 
     def start_dag(self, dag_file: str, dag_id: str, conf: Optional[dict] = None, log_name: str = "") -> "DagRun":
         """dag.test() of `dag_id` of the DAG file named `dag_file` (in the driver's DAG folder),
-        running in the background."""
-        args = [sys.executable, str(RUN_DAG), f"{DRIVER_DAGS}/{dag_file}", dag_id]
-        if conf is not None:
-            args += ["--conf", json.dumps(conf)]
-        log = self.workdir / f"dag-{log_name or dag_id}.log"
-        return DagRun(subprocess.Popen(self.driver.command(args), env=self.driver_env(), stdout=open(log, "wb"),
-                                       stderr=subprocess.STDOUT, start_new_session=True), log)
+        running in the background in the driver side's DAG process of that file (one per file,
+        kept between runs; `run_dag.py --serve`)."""
+        server = self.dag_servers.get(dag_file)
+        if server is None or server.proc.poll() is not None:
+            server = self.dag_servers[dag_file] = DagServer(self, dag_file)
+        return server.submit(dag_id, conf, self.workdir / f"dag-{log_name or dag_id}.log")
 
     def run_dag(self, dag_file: str, dag_id: str, conf: Optional[dict] = None, log_name: str = "",
                 timeout: float = 900) -> dict:
@@ -164,23 +178,70 @@ class SharedNothingCluster:
         return out
 
 
+class DagServer:
+    """`run_dag.py --serve` of one DAG file on the driver side: DAG runs one after the other; its
+    output goes to the log of the run in progress."""
+
+    def __init__(self, cluster: SharedNothingCluster, dag_file: str):
+        args = [sys.executable, str(RUN_DAG), f"{DRIVER_DAGS}/{dag_file}", "--serve"]
+        self.log = open(cluster.workdir / f"dag-server-{dag_file}.log", "ab")
+        self.proc = subprocess.Popen(cluster.driver.command(args), env=cluster.driver_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self.current: Optional[DagRun] = None
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            run = self.current
+            if run is None:
+                self.log.write(line)
+                self.log.flush()
+            else:
+                run.feed(line)
+        if self.current is not None:
+            self.current.done.set()  # the process ended: no result
+
+    def submit(self, dag_id: str, conf: Optional[dict], log: Path) -> "DagRun":
+        assert self.current is None or self.current.done.is_set(), "a DAG run is still in progress"
+        self.current = DagRun(self, log)
+        self.proc.stdin.write((json.dumps({"dag_id": dag_id, "conf": conf}) + "\n").encode())
+        self.proc.stdin.flush()
+        return self.current
+
+    def stop(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            kill_tree(self.proc.pid)
+        self.log.close()
+
+
 class DagRun:
-    def __init__(self, proc: subprocess.Popen, log: Path):
-        self.proc, self.log = proc, log
+    def __init__(self, server: DagServer, log: Path):
+        self.server, self.log = server, log
+        self.file = open(log, "wb")
+        self.done = threading.Event()
+        self.line: Optional[bytes] = None
+
+    def feed(self, line: bytes) -> None:
+        self.file.write(line)
+        self.file.flush()
+        if line.startswith(b'{"run_id"'):
+            self.line = line
+            self.file.close()
+            self.done.set()
 
     def running(self) -> bool:
-        return self.proc.poll() is None
+        return not self.done.is_set()
 
     def result(self, timeout: float = 900) -> dict:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_tree(self.proc.pid)
+        if not self.done.wait(timeout):
+            kill_tree(self.server.proc.pid)
             raise AssertionError(f"dag.test() still running after {timeout:.0f} s; log {self.log}")
         text = self.log.read_text(errors="replace")
-        lines = [l for l in text.splitlines() if l.startswith('{"run_id"')]
-        assert lines, f"dag.test() printed no result (exit {self.proc.returncode}); log {self.log}:\n{text[-6000:]}"
-        result = json.loads(lines[-1])
+        assert self.line, f"dag.test() printed no result (exit {self.server.proc.poll()}); log {self.log}:\n{text[-6000:]}"
+        result = json.loads(self.line)
         result["log"] = text
         return result
 

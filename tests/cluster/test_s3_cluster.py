@@ -31,14 +31,13 @@ sys.path.insert(0, str(REPO / "dags"))
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = SharedNothingCluster(tmp_path_factory.mktemp("shared-nothing"),
+def cluster(s3_server, tmp_path_factory):
+    """On the session's S3 server (tests/conftest.py), whose AWS_* settings this process has:
+    it reads S3 as the driver side does, and so does the session SparkSession's reference run."""
+    c = SharedNothingCluster(tmp_path_factory.mktemp("shared-nothing"), s3=s3_server,
                              dag_files=[Path(__file__).resolve().parent / DAG_FILE]).start()
     try:
-        with pytest.MonkeyPatch.context() as env:  # this process reads S3 as the driver side does
-            for k, v in c.s3.env.items():
-                env.setenv(k, v)
-            yield c
+        yield c
     finally:
         c.stop()
 
@@ -177,7 +176,7 @@ def test_clickstream_example_with_a_worker_killed_equals_a_local_run(cluster, sp
         got, want = parquet_rows(f"{out}/{name}"), parquet_rows(f"{ref}/{name}")
         assert got == want and max(got.values()) == 1, name
     assert json_rows(f"{out}/malformed") == json_rows(f"{ref}/malformed")
-    driver_db = cluster.driver_path("/tmp/home/airflow/flinkchain/examples.db")
+    driver_db = cluster.copy_from_driver("/tmp/home/airflow/flinkchain/examples.db", tmp_path / "driver.db")
     assert sql_rows(driver_db, "revenue_per_user") == sql_rows(db, "revenue_per_user")
     # The workers kept nothing of the run but Spark's own application folders.
     for i in cluster.cluster.mounts:

@@ -1,5 +1,5 @@
-"""A file source's rows read with pyarrow, without Spark (execute_local(), and the
-files of a monitored file source in stream runs)."""
+"""A file source's rows read with pyarrow, without Spark (execute_local(), monitored file sources,
+sources on object stores); CSV and JSON lines as Spark's readers read them (spark_csv)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ def read_file_table(source: FileSource, path: str, where: str) -> tuple:
     """(the rows of a file source as a pyarrow Table, the rows of each of its files in name order),
     read with pyarrow (files or a directory; names starting with '.' or '_' are skipped, as Spark does)."""
     import pyarrow as pa
-    import pyarrow.csv as pacsv
     import pyarrow.dataset as pads
 
     loc = Location(path)
@@ -20,35 +19,42 @@ def read_file_table(source: FileSource, path: str, where: str) -> tuple:
         raise FileNotFoundError(f"{where}: source path {path!r} does not exist (rendered from {source.path!r}); "
                                 "create it, or fix the path / its template")
     schema = parse_output_type(source.schema, where)
-    options = dict(source.options)
-    header = True
-    if source.format == "parquet":
-        fmt = pads.ParquetFileFormat()
-    elif source.format == "json":
-        fmt = pads.JsonFileFormat()
-    else:
-        header = bool(options.pop("header", False))
-        sep = options.pop("sep", options.pop("delimiter", ","))
-        options.pop("inferSchema", None)
-        if schema is not None:  # as Spark: a CSV schema names the columns by position
-            read = pacsv.ReadOptions(column_names=schema.names, skip_rows=1 if header else 0)
-            convert = pacsv.ConvertOptions(column_types=schema)
-        else:
-            read, convert = pacsv.ReadOptions(autogenerate_column_names=not header), None
-        fmt = pads.CsvFileFormat(parse_options=pacsv.ParseOptions(delimiter=sep), read_options=read,
-                                 convert_options=convert)
-    if options:
+    if source.format in ("csv", "json"):
+        from airflow_flinkchain.runtime.connectors import spark_csv
+
+        read = spark_csv.read_csv_files if source.format == "csv" else spark_csv.read_json_files
+        parts = read([_read_bytes(loc, p) for p in data_files(loc)], dict(source.options), schema, where)
+        if not parts:
+            return pa.table({}), []
+        return pa.concat_tables(parts), [t.num_rows for t in parts]
+    if source.options:
         fix = ("drop them (a monitored source, or one on an object store, is read with pyarrow on every runner)"
                if source.monitor or loc.is_object_store else "run this pipeline with execute() (Spark)")
-        raise ValueError(f"{where}: option(s) {sorted(options)} of the {source.format} source are not supported "
-                         f"by execute_local(), monitored file sources nor sources on object stores; {fix}")
-    dataset = pads.dataset(loc.path, format=fmt, filesystem=loc.fs)
+        raise ValueError(f"{where}: option(s) {sorted(source.options)} of the {source.format} source are not "
+                         f"supported by execute_local(), monitored file sources nor sources on object stores; {fix}")
+    dataset = pads.dataset(loc.path, format=pads.ParquetFileFormat(), filesystem=loc.fs)
     # file by file, in name order: the files' boundaries are the source's splits (file_splits)
     fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
     parts = [f.to_table(schema=dataset.schema) for f in fragments]
     table = pa.concat_tables(parts) if parts else dataset.schema.empty_table()
-    if source.format == "csv" and not header and schema is None:  # Spark's names for headerless CSV
-        table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
-    elif schema is not None and source.format != "csv":
+    if schema is not None:
         table = table.select(schema.names).cast(schema)
     return table, [t.num_rows for t in parts]
+
+
+def data_files(loc: Location) -> list[str]:
+    """The files of a file or directory (recursively), in name order; names starting with '.'
+    or '_' are not data (Spark's rule)."""
+    import pyarrow.fs as pafs
+
+    if loc.fs.get_file_info(loc.path).type == pafs.FileType.File:
+        return [loc.path]
+    base = loc.path.rstrip("/")
+    infos = loc.fs.get_file_info(pafs.FileSelector(base, recursive=True))
+    return sorted(i.path for i in infos if i.type == pafs.FileType.File
+                  and not any(p.startswith((".", "_")) for p in i.path[len(base):].split("/") if p))
+
+
+def _read_bytes(loc: Location, path: str) -> bytes:
+    with loc.fs.open_input_stream(path) as f:
+        return f.read()
