@@ -55,7 +55,7 @@ nats:
 test: venv system-deps airflow-db nats
 	$(BIN)/lint-imports  # layering contracts: pyproject.toml [tool.importlinter]
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(BUILD)/site
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 
 # Only the example DAGs on a Spark cluster whose machines share only an S3 server (root: mount
 # namespaces); make test runs them too.

@@ -7,7 +7,7 @@ return, records/s of the rows:
 
   file_source    ParquetSource(dir, monitor=True) -> ParquetSink                      (the baseline)
   nats_source    NatsJetStreamSource (a bench stream, one JSON message per row, published
-                 before the timing) -> ParquetSink
+                 before the timing; output_type=ROW declared on the source) -> ParquetSink
   delta_source   DeltaSource (a Delta table written by `deltalake` before the timing) -> ParquetSink
   delta_sink     ParquetSource -> DeltaSink (append): the run's one Delta commit
   sql_sink       ParquetSource -> SqlSink on PostgreSQL (127.0.0.1:5432, database `test`): the
@@ -102,6 +102,7 @@ class Connector:
     sink: Optional[Callable[[Ctx], Any]] = None  # a sink's Sink object
     count: Optional[Callable[[Ctx], int]] = None  # records a sink wrote
     row: Optional[Callable[[Any], dict]] = None  # a source's record as a {k, v, ts} row (default to_row)
+    output_type: Optional[dict] = None  # a source's records declared as ROW: no per-record map to rows
     cleanup: Callable[[Ctx], Any] = lambda ctx: None
 
 
@@ -331,7 +332,7 @@ def file_source(ctx: Ctx):
 CONNECTORS = (
     Connector("file_source", "source", source=file_source),
     Connector("nats_source", "source", check=lambda: missing_module("nats") or port_open(NATS_URL, 4222),
-              prepare=nats_prepare, source=nats_source, cleanup=nats_cleanup),
+              prepare=nats_prepare, source=nats_source, cleanup=nats_cleanup, output_type=ROW),
     Connector("delta_source", "source", check=lambda: missing_module("deltalake"), prepare=delta_prepare,
               source=delta_source),
     Connector("delta_sink", "sink", check=lambda: missing_module("deltalake"), sink=delta_sink, count=delta_count),
@@ -355,8 +356,8 @@ def build(c: Connector, ctx: Ctx, parallelism: int):
     p = StreamPipeline(ctx.pipeline, parallelism=parallelism, runtime_mode="streaming",
                        checkpoint_dir=ctx.path("checkpoint"))
     if c.kind == "source":
-        s = p.from_source(c.source(ctx), name="src").uid("src")
-        if c.name != "file_source":  # JSON, Delta or CDC records: the same typed rows as the file source's
+        s = p.from_source(c.source(ctx), name="src", output_type=c.output_type).uid("src")
+        if c.name != "file_source" and c.output_type is None:  # JSON, Delta or CDC records: the same typed rows as the file source's
             s = s.map(c.row or to_row, output_type=ROW).name("row").uid("row")
         s.sink_to(ParquetSink(ctx.path("out"), output_type=ROW), name="sink")
     else:

@@ -79,6 +79,8 @@ def parse_args(argv=None):
                     help="override the aggregations section's input size (default 1M)")
     ap.add_argument("--join-records", type=int, help="override the join section's input size (default 1M)")
     ap.add_argument("--connectors-records", type=int, help="override the connectors section's size (default 1M)")
+    ap.add_argument("--connectors", help="comma-separated subset of the connectors section's connectors (the "
+                                         "file_source baseline always runs), e.g. nats_source,sql_sink")
     ap.add_argument("--state-keys", help="override the state section's key counts: HEAP_AND_ROCKSDB,ROCKSDB_ONLY "
                                          "(default 1000000,5000000)")
     ap.add_argument("--scale-sizes", help="override the scale curve's sizes, e.g. 500000,2000000,8000000")
@@ -92,6 +94,7 @@ def parse_args(argv=None):
         ap.error(f"unknown section(s) {sorted(unknown)}; choose from {','.join(SECTIONS)}")
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
+    selected_connectors(args.connectors)  # unknown names fail before Spark starts
     return args
 
 
@@ -186,7 +189,8 @@ def main(argv=None) -> int:
             from benchmarks.bench_connectors import run_connectors
 
             section("connectors", lambda: run_connectors(spark, tmp, sizes["connectors"], args.parallelism,
-                                                         warmup=not args.quick))
+                                                         warmup=not args.quick,
+                                                         connectors=selected_connectors(args.connectors)))
             spark.stop()
             spark = None
         from benchmarks.bench_state import run_state
@@ -224,6 +228,20 @@ def main(argv=None) -> int:
     if failed:
         print(f"[bench] FAILED sections: {', '.join(failed)} (tracebacks in report.json)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def selected_connectors(names):
+    """The connectors section's entries named in `names` (comma-separated; None: all), the
+    file_source baseline first."""
+    from benchmarks.bench_connectors import CONNECTORS
+
+    if not names:
+        return CONNECTORS
+    wanted = {n.strip() for n in names.split(",") if n.strip()}
+    unknown = wanted - {c.name for c in CONNECTORS}
+    if unknown:
+        raise SystemExit(f"unknown connector(s) {sorted(unknown)}; choose from {[c.name for c in CONNECTORS]}")
+    return tuple(c for c in CONNECTORS if c.name == "file_source" or c.name in wanted)
 
 
 def merged_base(out: str, fresh: dict) -> dict:

@@ -72,6 +72,14 @@ class NatsStream:
 
         self._run(publish)
 
+    def publish_payloads(self, payloads, subject: str, headers=None) -> None:
+        """Raw payloads (bytes), with `headers` (a dict) on each when given."""
+        async def publish(js):
+            for data in payloads:
+                await js.publish(subject, data, headers=headers)
+
+        self._run(publish)
+
 
 @pytest.fixture
 def nats_stream():

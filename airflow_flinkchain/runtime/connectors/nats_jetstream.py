@@ -6,14 +6,16 @@ split ends at the stream's last sequence + 1 when the run began. `read_split` cr
 ephemeral pull consumer (no acknowledgements, deleted at the end, and dropped by the server
 after a minute of inactivity anyway) starting at the range's first sequence and filtered
 to the split's subject, and reads until the range's end or until nothing matching is
-pending. The checkpoint is the only record of what was read.
+pending, in pull requests of many messages (nats_fetch) whose payloads are decoded per
+request. The checkpoint is the only record of what was read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
+from bisect import bisect_left
+from itertools import chain
 from typing import Any, Iterator
 
 from airflow_flinkchain.io.sources import NatsJetStreamSource
@@ -21,10 +23,12 @@ from airflow_flinkchain.runtime.connectors.unbounded import register_unbounded
 from airflow_flinkchain.runtime.core.elements import StreamRecord
 
 CONNECT_TIMEOUT_S = 5
-FETCH_BATCH = 1000
+#: messages per pull request at most, and the payload bytes a request aims at: its size is
+#: these bytes over the mean message size (the stream's, then the last request's) (docs/connectors.md)
+FETCH_BATCH = 20_000
+FETCH_BYTES = 8 << 20
+#: a pull request that gets no message for this long fails the read
 FETCH_TIMEOUT_S = 10
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_MS = datetime.timedelta(milliseconds=1)
 
 
 def _nats():
@@ -33,12 +37,6 @@ def _nats():
     except ImportError as exc:
         raise RuntimeError("NatsJetStreamSource needs the nats-py package (pip install nats-py)") from exc
     return nats
-
-
-def timestamp_ms(when: datetime.datetime) -> int:
-    """A JetStream message timestamp as epoch milliseconds (integer arithmetic: the same
-    message always gets the same record timestamp)."""
-    return (when - _EPOCH) // _MS
 
 
 def connect_options(source: NatsJetStreamSource, where: str) -> dict:
@@ -75,6 +73,23 @@ def connect_options(source: NatsJetStreamSource, where: str) -> dict:
     return opts
 
 
+_SCAN = json.JSONDecoder().scan_once
+
+
+def json_values(texts: list) -> list:
+    """json.loads of each text; the scanner called directly (json.loads adds two whitespace
+    matches per call), json.loads where the scanner does not take the whole text."""
+    scan, values = _SCAN, []
+    append = values.append
+    for text in texts:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration:
+            end = -1
+        append(value if end == len(text) else json.loads(text))
+    return values
+
+
 def unquote(text: str) -> str:
     from urllib.parse import unquote as unq
 
@@ -105,6 +120,10 @@ class NatsJetStreamSplits:
         return {split_id: last + 1 for split_id in (self.source.subjects or (self.source.stream,))}
 
     def read_split(self, split_id: str, start: int, end: int) -> Iterator[StreamRecord]:
+        return chain.from_iterable(self._batches(split_id, start, end))  # records: no generator frame each
+
+    def _batches(self, split_id: str, start: int, end: int) -> Iterator[Iterator[StreamRecord]]:
+        """The split's records from `start` to `end`, one iterator per pull request."""
         if start >= end:
             return
         loop = asyncio.new_event_loop()
@@ -112,27 +131,50 @@ class NatsJetStreamSplits:
         consumer = None
         try:
             consumer = loop.run_until_complete(self._subscribe(nc, split_id, start))
-            sub = consumer[1]
-            pending = loop.run_until_complete(sub.consumer_info()).num_pending
-            while pending > 0:
-                try:
-                    msgs = loop.run_until_complete(sub.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_S))
-                except _nats().errors.TimeoutError:
-                    raise RuntimeError(f"{self.where}: no message within {FETCH_TIMEOUT_S}s while reading split "
-                                       f"{split_id!r} from sequence {start}, although {pending} were pending; "
-                                       "were messages deleted meanwhile?") from None
-                for msg in msgs:
-                    meta = msg.metadata
-                    seq = meta.sequence.stream
-                    if seq >= end:
-                        return
-                    yield StreamRecord(self._value(msg.data, seq), timestamp_ms(meta.timestamp))
-                    pending = meta.num_pending
-                    if seq == end - 1:
-                        return
+            name, sub, pending, message_bytes = consumer
+            position = start
+            while pending > 0 and position < end:
+                batch = min(FETCH_BATCH, end - position, pending, max(1, FETCH_BYTES // max(1, message_bytes)))
+                fetched = loop.run_until_complete(self._fetch(nc, name, sub, batch, split_id, position, pending))
+                if not fetched:
+                    code, text = fetched.status or (0, "")
+                    raise RuntimeError(f"{self.where}: the server delivered no message of split {split_id!r} from "
+                                       f"sequence {position} although {pending} were pending ({code} {text}); "
+                                       "were messages deleted meanwhile?")
+                last = fetched.seq(-1)
+                keep = len(fetched) if last < end else bisect_left(fetched.seqs(), end)
+                yield self._records(fetched, keep)
+                position, pending = last + 1, fetched.pending()
+                message_bytes = sum(map(len, fetched.payloads)) // len(fetched)
         finally:
             loop.run_until_complete(self._close(nc, consumer))
             loop.close()
+
+    def _records(self, fetched, keep: int) -> Iterator[StreamRecord]:
+        """The first `keep` messages of a fetch as records: payloads decoded per batch, each
+        message's JetStream timestamp (ms) its timestamp."""
+        payloads = fetched.payloads if keep == len(fetched.payloads) else fetched.payloads[:keep]
+        fmt = self.source.value_format
+        try:
+            if fmt == "bytes":
+                values = payloads
+            else:
+                values = list(map(bytes.decode, payloads))
+                if fmt == "json":
+                    values = json_values(values)
+        except ValueError:
+            for data, seq in zip(payloads, fetched.seqs()):
+                self._value(data, seq)  # raises naming the first message that fails
+            raise
+        return map(StreamRecord, values, fetched.stamps(keep))
+
+    async def _fetch(self, nc, consumer: str, sub, batch: int, split_id: str, position: int, pending: int):
+        try:
+            return await nc.fetch(self.source.stream, consumer, sub, batch, FETCH_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"{self.where}: no message within {FETCH_TIMEOUT_S}s while reading split "
+                               f"{split_id!r} from sequence {position}, although {pending} were pending; "
+                               "were messages deleted meanwhile?") from None
 
     def _value(self, data: bytes, seq: int) -> Any:
         fmt = self.source.value_format
@@ -146,17 +188,20 @@ class NatsJetStreamSplits:
                              f"({exc}); pick value_format='string' or 'bytes' for such payloads") from None
 
     async def _connect(self):
-        nats = _nats()
+        _nats()
+        from airflow_flinkchain.runtime.connectors.nats_fetch import FetchClient
 
         async def quiet(_exc):  # errors are raised below, not printed by the client
             return None
 
         try:
             # one attempt per server (allow_reconnect=False would retry the first connect forever)
-            return await asyncio.wait_for(nats.connect(**connect_options(self.source, self.where),
-                                                       connect_timeout=CONNECT_TIMEOUT_S, max_reconnect_attempts=1,
-                                                       reconnect_time_wait=0.1, error_cb=quiet),
-                                          timeout=CONNECT_TIMEOUT_S * (len(self.source.servers) + 1))
+            nc = FetchClient()
+            await asyncio.wait_for(nc.connect(**connect_options(self.source, self.where),
+                                              connect_timeout=CONNECT_TIMEOUT_S, max_reconnect_attempts=1,
+                                              reconnect_time_wait=0.1, error_cb=quiet),
+                                   timeout=CONNECT_TIMEOUT_S * (len(self.source.servers) + 1))
+            return nc
         except Exception as exc:
             raise ConnectionError(f"{self.where}: cannot connect to the NATS server ({type(exc).__name__}: "
                                   f"{exc}); is nats-server running (with JetStream: nats-server -js) and "
@@ -184,13 +229,14 @@ class NatsJetStreamSplits:
         config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
                                     ack_policy=api.AckPolicy.NONE, inactive_threshold=60.0, mem_storage=True,
                                     filter_subject=split_id if self.source.subjects else None)
+        state = (await js.stream_info(self.source.stream)).state
         info = await js.add_consumer(self.source.stream, config=config)
-        return info.name, await js.pull_subscribe_bind(consumer=info.name, stream=self.source.stream)
+        return info.name, await nc.subscribe(nc.new_inbox()), info.num_pending, state.bytes // max(1, state.messages)
 
     async def _close(self, nc, consumer) -> None:
         try:
             if consumer is not None:
-                name, sub = consumer
+                name, sub = consumer[:2]
                 await sub.unsubscribe()
                 await nc.jetstream().delete_consumer(self.source.stream, name)
         except Exception:  # noqa: BLE001  (an ephemeral consumer the server drops by itself when idle)

@@ -157,24 +157,48 @@ def _type_name(value: Any) -> str:
     return "Text"
 
 
-def _columns_of(rows: list, where: str) -> dict[str, str]:
-    """Column name -> SQLAlchemy type name over all rows: the union of fields, types widened."""
-    columns: dict[str, Optional[str]] = {}
+def _columns_of(rows: list, where: str, columns=None) -> dict[str, str]:
+    """Column name -> SQLAlchemy type name over all rows: the union of fields, types widened.
+    `columns` (RowColumns of the rows, when they share their fields): decided per field from
+    its set of value types; a conflict is reported by the per-value pass below."""
+    if columns is not None:
+        decided = {n: _column_type(columns.types[n]) for n in columns.names}
+        if all(t is not False for t in decided.values()):
+            return {k: t or "Text" for k, t in decided.items()}
+    seen_types: dict[str, Optional[str]] = {}
     for row in rows:
         for k, v in row.items():
-            seen = columns.get(k)
+            seen = seen_types.get(k)
             if v is None:
-                columns.setdefault(k, None)
+                seen_types.setdefault(k, None)
                 continue
             t = _type_name(v)
             if seen is None or seen == t:
-                columns[k] = t
+                seen_types[k] = t
             elif frozenset((seen, t)) in _WIDER:
-                columns[k] = _WIDER[frozenset((seen, t))]
+                seen_types[k] = _WIDER[frozenset((seen, t))]
             else:
                 raise TypeError(f"{where}: field {k!r} holds {seen} values in some records and {t} in others "
                                 f"(e.g. {v!r}); make the records agree or declare output_type on the sink")
-    return {k: t or "Text" for k, t in columns.items()}
+    return {k: t or "Text" for k, t in seen_types.items()}
+
+
+def _column_type(value_types: set):
+    """The column type name of a field whose values have these types (None: only None
+    values), or False when they conflict."""
+    names = {_type_name_of(t) for t in value_types if t is not type(None)}
+    if len(names) <= 1:
+        return next(iter(names), None)
+    if names.issubset(("BigInteger", "Float", "Numeric")):
+        return "Float" if "Float" in names else "Numeric"
+    return False
+
+
+def _type_name_of(py_type: type) -> str:
+    for py, name in _PY_TYPES:
+        if issubclass(py_type, py):
+            return name
+    return "Text"
 
 
 def _arrow_to_sa(t):
@@ -257,14 +281,17 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
     recorded, else records it with the rows."""
     import sqlalchemy as sa
 
+    from airflow_flinkchain.runtime.connectors.sql_copy import RowColumns
+
     reserved = {c for c in (run_id_column, dag_id_column) if c}
-    for i, row in enumerate(rows):
+    columns = RowColumns.of(rows)  # None: records of several shapes (or not dicts): checked one by one
+    for i, row in enumerate(rows if columns is None else rows[:1]):
         if not isinstance(row, dict):
             raise TypeError(f"{where}: SQL sink records must be dicts of column -> value, got {row!r}")
         clash = reserved.intersection(row)
         if clash:
             raise ValueError(f"{where}: record has the reserved column {sorted(clash)[0]!r}: {row!r}")
-    fields = _columns_of(rows, where) if schema is None else {f.name: None for f in schema}
+    fields = _columns_of(rows, where, columns) if schema is None else {f.name: None for f in schema}
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
@@ -297,20 +324,34 @@ def commit_table(url: str, table: str, run_id_column: str, run_id: str, rows: li
             if dag_id_column and dag_id is not None and dag_id_column in tbl.c:
                 scope[dag_id_column] = dag_id
             conn.execute(tbl.delete().where(*(tbl.c[k] == v for k, v in scope.items())))
-            empty = dict.fromkeys(fields)  # every row binds every column: a missing field is NULL
-            for start in range(0, len(rows), 5000):
-                chunk = [{**empty, **r, **scope} for r in rows[start:start + 5000]]
-                try:
-                    conn.execute(tbl.insert(), chunk)
-                except sa.exc.SQLAlchemyError as exc:
-                    cause = getattr(exc, "orig", None) or exc
-                    raise RuntimeError(
-                        f"{where}: the database refused the rows for table {table!r} ({type(cause).__name__}: "
-                        f"{str(cause).splitlines()[0] if str(cause) else ''}); nothing of this run was written. "
-                        "Make the records fit the table's columns and constraints (types, NOT NULL, unique "
-                        "keys), e.g. with a filter or map before the sink, or change the table") from None
+            try:
+                _insert(conn, tbl, rows, fields, columns, scope)
+            except (sa.exc.SQLAlchemyError, conn.dialect.dbapi.Error) as exc:
+                cause = getattr(exc, "orig", None) or exc
+                raise RuntimeError(
+                    f"{where}: the database refused the rows for table {table!r} ({type(cause).__name__}: "
+                    f"{str(cause).splitlines()[0] if str(cause) else ''}); nothing of this run was written. "
+                    "Make the records fit the table's columns and constraints (types, NOT NULL, unique "
+                    "keys), e.g. with a filter or map before the sink, or change the table") from None
             if commit_record is not None:
                 conn.execute(commit_record.table(sa.MetaData()).insert(), [commit_record.row()])
         return len(rows)
     finally:
         engine.dispose()
+
+
+def _insert(conn, tbl, rows: list, fields: dict, columns, scope: dict) -> None:
+    """The rows into `tbl`: PostgreSQL's COPY where it stores what an INSERT would (sql_copy),
+    else executemany in chunks."""
+    from airflow_flinkchain.runtime.connectors.sql_copy import RowColumns, copy_rows
+
+    if rows and conn.dialect.name == "postgresql":
+        if columns is not None and set(fields) == set(columns.names):
+            columns.names = list(fields)  # the table's field order (a declared output_type's)
+        else:
+            columns = RowColumns.filled(rows, list(fields))
+        if copy_rows(conn, tbl, columns, scope):
+            return
+    empty = dict.fromkeys(fields)  # every row binds every column: a missing field is NULL
+    for start in range(0, len(rows), 5000):
+        conn.execute(tbl.insert(), [{**empty, **r, **scope} for r in rows[start:start + 5000]])

@@ -82,11 +82,11 @@ class StreamSourceReader(SourceReader):
             from airflow_flinkchain.runtime.connectors.sql_settle import read_rows
 
             d = self.descriptor
-            yield from read_rows(_sql_url(d, self.label), d.query, dict(d.params), d.incremental_column,
-                                 self._mine(subtask))
-            return
-        for split_id, start, end in self._mine(subtask):
-            yield from splits_of(self.descriptor).read_split(split_id, start, end)
+            return read_rows(_sql_url(d, self.label), d.query, dict(d.params), d.incremental_column,
+                             self._mine(subtask))
+        # chained, not re-yielded: no generator frame per record
+        return chain.from_iterable(splits_of(self.descriptor).read_split(split_id, start, end)
+                                   for split_id, start, end in self._mine(subtask))
 
     def read_batches(self, subtask: int, batches: Iterator[Any]) -> Optional[Iterator[Any]]:
         """A monitored file source's rows as Arrow batches (for a batch operator at the head of
