@@ -26,6 +26,10 @@ Sections (see each module's docstring):
   join     interval join and keyed co-process vs a single-input keyed process, 1M records each (bench_join)
   state    a keyed operator's state in the heap vs the RocksDB backend at 1M keys, RocksDB at 5M:
            peak RSS, snapshot size and time per key group, incremental re-snapshot, restore (bench_state)
+  stream_run_fixed_cost  seconds of one stream run of the stream-runs example through Airflow (make demo
+           DEMO_ARGS=stream: 60 records, 3 chains), split into where they go (Airflow, spark-submit and the
+           JVM, imports, SparkContext, the job, commit), beside a Spark AvailableNow query by spark-submit
+                                                                          (bench_stream_fixed_cost)
   connectors  records/s of one stream run over 1M rows per connector (NATS JetStream source, Delta
            source and sink, SQL sink, PostgreSQL CDC source, Iceberg sink) beside the file source;
            skipped when the service is down
@@ -51,15 +55,16 @@ import traceback
 from benchmarks.bench_common import REPO, machine_info
 
 SECTIONS = ("runtime", "vectorized", "aggregations", "airflow", "parse", "scale", "flink", "eventtime", "join",
-            "state", "connectors")
+            "state", "connectors", "stream_run_fixed_cost")
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results")
 SIZES = {
     False: {"runtime": 4_000_000, "runtime_other": [1_000_000], "scale": [500_000, 2_000_000, 8_000_000], "airflow": 20_000, "operators": 200,
             "eventtime": 1_000_000, "aggregations": 1_000_000, "stream_slices": 4,
-            "connectors": 1_000_000,
+            "connectors": 1_000_000, "stream_runs": 3,
             "join": 1_000_000, "state": [1_000_000, 5_000_000]},
-    True: {"runtime": 2_000, "runtime_other": [1_000], "scale": [1_000, 2_000, 4_000], "airflow": 500, "operators": 200, "eventtime": 2_000,
-           "aggregations": 30_000, "stream_slices": 2, "join": 2_000, "connectors": 2_000,
+    True: {"runtime": 2_000, "runtime_other": [1_000], "scale": [1_000, 2_000, 4_000], "airflow": 500,
+           "operators": 200, "eventtime": 2_000,
+           "aggregations": 30_000, "stream_slices": 2, "join": 2_000, "connectors": 2_000, "stream_runs": 2,
            "state": [2_000, 5_000]},
 }
 SPARK_CONF = {"spark.driver.memory": "2g"}
@@ -227,6 +232,9 @@ def main(argv=None) -> int:
         from benchmarks.bench_airflow_e2e import run_airflow
 
         section("airflow", lambda: run_airflow(tmp, sizes["airflow"], args.repeat))
+        from benchmarks.bench_stream_fixed_cost import run_stream_fixed_cost
+
+        section("stream_run_fixed_cost", lambda: run_stream_fixed_cost(tmp, sizes["stream_runs"]))
     finally:
         if spark is not None:
             spark.stop()
@@ -234,7 +242,7 @@ def main(argv=None) -> int:
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["total_seconds"] = round(time.time() - started, 1)
     report["targets"] = {k: report[k].get("meets_target") for k in ("runtime", "vectorized", "aggregations", "airflow",
-                                                                      "parse", "eventtime")
+                                                                      "parse", "eventtime", "stream_run_fixed_cost")
                          if isinstance(report.get(k), dict) and "error" not in report[k]}
     if isinstance(report.get("runtime"), dict) and "pipelines" in report["runtime"]:
         report["targets"]["runtime"] = {k: v["meets_target"] for k, v in report["runtime"]["pipelines"].items()}
@@ -282,7 +290,8 @@ def merged_base(out: str, fresh: dict) -> dict:
     ran = set(fresh["settings"]["sections"])
     # the sections each size is for, where not the section of its name
     sections_of = {"operators": {"parse"}, "runtime": {"runtime", "vectorized", "scale", "flink"},
-                   "runtime_other": {"runtime", "vectorized"}}
+                   "runtime_other": {"runtime", "vectorized"}, "stream_slices": {"aggregations"},
+                   "stream_runs": {"stream_run_fixed_cost"}}
     run_sizes = {k: v for k, v in fresh["settings"]["sizes"].items() if sections_of.get(k, {k}) & ran}
     fresh["settings"]["sizes"] = {**old.get("settings", {}).get("sizes", {}), **run_sizes}  # kept sections' own
     return {**fresh, **base}
@@ -378,6 +387,11 @@ def summary(report: dict) -> str:
         from benchmarks.bench_connectors import summary_line
 
         lines.append(summary_line(cn))
+    fc = report.get("stream_run_fixed_cost")
+    if isinstance(fc, dict) and "stream_run_seconds" in fc:
+        from benchmarks.bench_stream_fixed_cost import summary_line as fixed_cost_line
+
+        lines.append(fixed_cost_line(fc))
     jn = report.get("join")
     if isinstance(jn, dict) and "records_per_s" in jn:
         lines.append(f"join ({jn['records']:,} records): " + ", ".join(

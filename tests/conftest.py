@@ -7,6 +7,11 @@ import sys
 
 import pytest
 
+# One JVM class-data archive for every spark-submit of the session (tests give Airflow homes
+# of their own, and the default directory is under the Airflow home): created by the first.
+os.environ.setdefault("AIRFLOW__FLINKCHAIN__JVM_ARCHIVE_DIR",
+                      os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "jvm"))
+
 
 @pytest.fixture(scope="session")
 def spark(s3_server):

@@ -30,7 +30,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from airflow_flinkchain.airflow import paths
+from airflow_flinkchain.airflow import class_data_sharing, paths
 from airflow_flinkchain.airflow.assets import AssetRef, event_extra
 from airflow_flinkchain.airflow.compat import (AirflowException, AirflowFailException, SparkSubmitHook,
                                                SparkSubmitOperator, get_connection, sqlalchemy_url)
@@ -108,6 +108,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         self.templated_fields: dict[str, Any] = {k: dict(v) for k, v in chain_spec.templated_fields.items()}
         self._run: Optional[PipelineRun] = None
         self._summary: Optional[dict] = None
+        self._class_data: Optional[class_data_sharing.ClassDataSharing] = None
 
     # ---- templates ----------------------------------------------------------------
     def render_template_fields(self, context, jinja_env=None) -> None:
@@ -123,6 +124,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         check_spark_connection(self.spark_conn_id, where)
         run = self._run = PipelineRun.from_context(context, self.pipeline_spec, self.area_suffix)
         started = time.time()
+        marks = {"task_started": round(started, 3)}
         try:
             self._check_inputs(run, where)
             # A previous attempt's metrics must not make a failed retry look successful.
@@ -131,11 +133,18 @@ class ChainSubmitOperator(SparkSubmitOperator):
                 stale.delete()
             self.application_args = self._runtime_args(run)
             self.log.info("%s: spark-submit %s %s", where, self.application, " ".join(self.application_args))
-            super().execute(context)
+            marks["submit_called"] = round(time.time(), 3)
+            try:
+                super().execute(context)
+            except BaseException:
+                self._finish_class_data(succeeded=False)
+                raise
+            self._finish_class_data(succeeded=True)
+            marks["submit_returned"] = round(time.time(), 3)
         except BaseException as exc:
             self._record_failure(run, started, exc)
             raise
-        summary = self._summary = self._after_submit(run, started, where)
+        summary = self._summary = self._after_submit(run, started, where, marks)
         self._annotate_asset_events(context, run, summary, where)
         return summary
 
@@ -247,7 +256,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
                "chain": self.chain_spec.chain_id, "pipeline": self.pipeline_spec.pipeline}
         store_call("record_attempt", store.record_attempt, doc, try_number=run.try_number)
 
-    def _after_submit(self, run: PipelineRun, started: float, where: str) -> dict:
+    def _after_submit(self, run: PipelineRun, started: float, where: str, marks: Optional[dict] = None) -> dict:
         metrics = run.read_metrics(self.chain_spec.chain_id)
         summary: dict[str, Any] = {
             "pipeline": self.pipeline_spec.pipeline,
@@ -270,6 +279,9 @@ class ChainSubmitOperator(SparkSubmitOperator):
         summary["state"] = metrics.get("state")
         summary["operators"] = operator_totals(metrics.get("operators") or [])
         summary["outputs"] = metrics.get("outputs") or []
+        # where the attempt's time went (runtime.core.timings): this task's marks, the driver's, the subtasks'
+        summary["timings"] = {"task": {**(marks or {}), "recorded": round(time.time(), 3)},
+                              **(metrics.get("timings") or {})}
         return summary
 
     # ---- Spark location, master, parallelism ----------------------------------------------
@@ -280,7 +292,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
         archive as py_files for a cluster, and the submission's own `SUBMISSION_CONF`."""
         kwargs = {**self.hook_kwargs, **{k: getattr(self, k) for k in self.template_fields if k in _HOOK_ARGS}}
         master = self._master()
-        self._check_cluster_rules(master, kwargs.get("deploy_mode"))
+        deploy_mode = self._check_cluster_rules(master, kwargs.get("deploy_mode"))
         bundled = kwargs["spark_binary"].startswith(paths.bundled_spark_home())
         env: dict[str, str] = {}
         if _is_local(master):
@@ -294,8 +306,11 @@ class ChainSubmitOperator(SparkSubmitOperator):
             kwargs["py_files"] = ",".join(x for x in (kwargs.get("py_files"), package_archive()) if x)
             if bundled and master.startswith("spark://") and not os.environ.get("SPARK_HOME"):
                 env["SPARK_HOME"] = paths.bundled_spark_home()  # spark-submit's own environment (client mode)
-        kwargs["env_vars"] = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls(),
-                              **self._storage_env()} or None
+        env = {**env, **(kwargs.get("env_vars") or {}), **self._connection_urls(), **self._storage_env()}
+        self._class_data = class_data_sharing.for_chain_task(master, deploy_mode, kwargs["spark_binary"], env)
+        if self._class_data is not None:
+            env.update(self._class_data.submit_env(env))
+        kwargs["env_vars"] = env or None
         self.submission_id = uuid.uuid4().hex
         kwargs["conf"] = {**(kwargs.get("conf") or {}), SUBMISSION_CONF: self.submission_id}
         if master.startswith("spark://") and kwargs.get("total_executor_cores") is None:
@@ -304,13 +319,19 @@ class ChainSubmitOperator(SparkSubmitOperator):
             kwargs["conf"].setdefault(STANDALONE_CORES_CONF, str(self.chain_spec.parallelism))
         return ChainSubmitHook(parallelism=self.chain_spec.parallelism, **kwargs)
 
+    def _finish_class_data(self, succeeded: bool) -> None:
+        if self._class_data is not None and self._class_data.finish(succeeded):
+            self.log.info("JVM class-data archive written: %s", self._class_data.archive)
+        self._class_data = None
+
     def _master(self) -> str:
         try:
             return spark_master(get_connection(self.spark_conn_id))
         except Exception:
             return "yarn"  # the provider's default when the connection is missing
 
-    def _check_cluster_rules(self, master: str, deploy_mode: Optional[str]) -> None:
+    def _check_cluster_rules(self, master: str, deploy_mode: Optional[str]) -> Optional[str]:
+        """Fails the task when the master and deploy mode cannot run the chain; returns the deploy mode."""
         from airflow_flinkchain.cluster import check_deploy_mode, check_exchange_root_reachable
 
         run = self._run
@@ -326,6 +347,7 @@ class ChainSubmitOperator(SparkSubmitOperator):
                 check_exchange_root_reachable(master, run.exchange_root, shared=shared)
         except ValueError as exc:
             raise AirflowFailException(f"chain {self.chain_spec.chain_id!r}: {exc}") from exc
+        return deploy_mode
 
     # ---- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:

@@ -61,6 +61,23 @@ def takes_batches(node: Any) -> bool:
         vectorized_timestamps(node) is not None
 
 
+_BUFFERING_KINDS = frozenset({OperatorKind.WINDOW, OperatorKind.REDUCE, OperatorKind.KEYED_PROCESS, OperatorKind.MAP,
+                              OperatorKind.FLAT_MAP, OperatorKind.FILTER})
+
+
+def buffers_batches(graph: Any, node: Any) -> Optional[str]:
+    """The key field of a single-input keyed operator, in BATCH mode, whose per-key input buffer
+    takes whole Arrow batches (grouped by that column, each row becoming a record once): a
+    chain head reading typed exchange files, whatever its function (a user reduce, a window
+    with any function, a keyed process). None in STREAMING mode and for other operators."""
+    if graph is None or graph.runtime_mode == "streaming" or node.kind not in _BUFFERING_KINDS or \
+            getattr(node, "two_input", None) is not None:
+        return None
+    if node.kind is OperatorKind.WINDOW and getattr(node.function, "all_windows", True):
+        return None
+    return field_key(node.key_selector)
+
+
 def takes_watermarked_batches(graph: Any, node: Any) -> bool:
     """Whether the operator, as a chain head reading typed exchange files, takes whole batches
     with their per-record watermarks (a vectorized window in STREAMING mode)."""

@@ -25,9 +25,9 @@ from airflow_flinkchain.airflow.compat import store_url
 from airflow_flinkchain.plugin import pages
 from airflow_flinkchain.plugin.asset_links import add_asset_links
 from airflow_flinkchain.plugin.auth import GetUserDep, can_read_dag, readable_dag_ids
+from airflow_flinkchain.plugin.pages import URL_PREFIX  # noqa: F401  (where Airflow mounts this app)
 from airflow_flinkchain.store import RunStore
 
-URL_PREFIX = "/flinkchain"
 STATIC_DIR = Path(__file__).parent / "static"
 
 app = FastAPI(

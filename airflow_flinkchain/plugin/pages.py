@@ -14,6 +14,8 @@ from urllib.parse import quote
 
 from airflow_flinkchain import metrics_schema
 
+#: Where Airflow's api-server mounts the plugin's app.
+URL_PREFIX = "/flinkchain"
 # The Airflow UI routes of the Chains tab on the DAG page and on the DAG run page (the
 # plugin's external views; a url_route is unique across all plugin views).
 CHAINS_TAB_ROUTE = "chains"

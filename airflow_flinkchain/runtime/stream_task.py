@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 from airflow_flinkchain.graph.field_keys import field_key
-from airflow_flinkchain.planner.vectorized import takes_batches, takes_watermarked_batches
+from airflow_flinkchain.planner.vectorized import buffers_batches, takes_batches, takes_watermarked_batches
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.runtime.core.input_selection import TwoInputs
 from airflow_flinkchain.runtime.core.interfaces import ChannelWriter, SinkWriter
@@ -78,7 +78,8 @@ def subtask_input(job, chain_id: str, subtask: int, io: StreamTaskIO) -> tuple[I
                 return ColumnarInput(batches), False
         return io.source_input(head, subtask)
     channels = io.input_channels(subtask)
-    if takes_batches(head) and channels and all(getattr(c, "format", None) == "typed" for c in channels):
+    batches = takes_batches(head) or buffers_batches(job.stream_graph, head) is not None
+    if batches and channels and all(getattr(c, "format", None) == "typed" for c in channels):
         # typed exchange files: read as batches (with their per-record watermarks where the head takes them)
         merge = merged_watermarked_batches if takes_watermarked_batches(job.stream_graph, head) else merged_batches
         return ColumnarInput(merge(channels)), False

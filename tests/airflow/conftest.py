@@ -32,6 +32,8 @@ def airflow_env(home: str, dags: str) -> dict:
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join([REPO, dags]),
     })
+    if "AIRFLOW__FLINKCHAIN__JVM_ARCHIVE_DIR" in os.environ:  # the session's one archive (tests/conftest.py)
+        env["AIRFLOW__FLINKCHAIN__JVM_ARCHIVE_DIR"] = os.environ["AIRFLOW__FLINKCHAIN__JVM_ARCHIVE_DIR"]
     return env
 
 

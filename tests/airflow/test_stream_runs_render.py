@@ -179,7 +179,7 @@ def test_the_setup_task_verifies_what_the_run_restores_before_any_chain(tmp_path
     """A truncated shared key-group file of the base checkpoint: the setup task fails (no
     retry) naming the key group, the operator and the way out, before any chain task runs,
     also when it re-runs for a run begun already (a cleared chain clears its setup)."""
-    import glob
+    import json
     import logging
     from types import SimpleNamespace
 
@@ -200,7 +200,8 @@ def test_the_setup_task_verifies_what_the_run_restores_before_any_chain(tmp_path
     log = logging.getLogger("test")
     if begun:
         begin(job, spec, run, {"params": {"drain": False}}, False, log)
-    key_group = sorted(glob.glob(str(tmp_path / "ckpt" / "shared" / "*" / "kg-*.pkl")))[0]
+    with open(tmp_path / "ckpt" / "chk-000002" / "_manifest.json") as f:  # a key group the run restores
+        key_group = min(p for op in json.load(f)["operators"].values() for p in op["shared"])
     with open(key_group, "r+b") as f:
         f.truncate(3)
     operator = os.path.basename(os.path.dirname(key_group))

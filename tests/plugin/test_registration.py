@@ -29,3 +29,16 @@ def test_airflow_api_server_mounts_the_plugin(airflow_env, tokens):
     plugins = client.get("/api/v2/plugins", headers={"Authorization": f"Bearer {tokens['admin']}"}).json()
     ours = next(p for p in plugins["plugins"] if p["name"] == "flinkchain")
     assert {v["destination"] for v in ours["external_views"]} == {"dag", "dag_run", "nav"}
+
+
+def test_loading_the_plugin_does_not_build_its_app(airflow_env):
+    """Every Airflow process loads the plugins (each task's runner too); only the api-server serves
+    the app, which it builds on its first request (test above)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from airflow_flinkchain.plugin import FlinkChainPlugin; "
+            "print(sorted(m for m in ('airflow_flinkchain.plugin.app', 'airflow_flinkchain.plugin.auth', 'fastapi') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -127,6 +127,14 @@ def test_spark_submit_entry_point(tmp_path):
     assert doc["state"] == "success" and doc["spark_app_id"]
     assert [o["records"] for o in doc["outputs"] if o.get("sink")] == [3]
     assert {m["name"]: m["records_in"] for m in doc["operators"]}["divide"] == 3
+    # where the attempt's time went (runtime/core/timings.py): the driver's and the subtask's marks, in order
+    driver = doc["timings"]["driver"]
+    order = ["submit_started", "driver_started", "imported", "plan_loaded", "session_ready", "chain_started",
+             "job_prepared", "job_done", "chain_committed"]
+    assert [driver[m] for m in order] == sorted(driver[m] for m in order)
+    (subtask,) = doc["timings"]["subtasks"]
+    assert subtask["worker_started"] <= subtask["partition_started"] <= subtask["plan_loaded"] <= subtask["subtask_done"]
+    assert driver["job_prepared"] <= subtask["partition_started"] and subtask["subtask_done"] <= driver["job_done"]
 
     bad = submit("p.pkl")
     assert bad.returncode == 1

@@ -42,6 +42,27 @@ def key_codes(column: pa.Array) -> Optional[tuple[np.ndarray, list]]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
+def window_groups(codes: np.ndarray, starts: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (key code, window start) pairs of rows, in that order: (the code and the start
+    of each group, the first row of each group, the group of each row), as
+    `np.unique(pairs, axis=0, return_index=True, return_inverse=True)` gives them, computed over
+    one int64 per row (a code times the number of windows spanned plus the window's index):
+    row-wise unique sorts generic records and takes most of a window fold's time."""
+    if len(codes) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    lo, hi = int(starts.min()), int(starts.max())
+    span = (hi - lo) // size + 1
+    if (hi - lo) < 2**62 and (int(codes.max()) + 1) * span < 2**62:
+        index = (starts - lo) // size  # starts lie on the window grid: exact
+        uniq, first, inverse = np.unique(codes.astype(np.int64) * span + index, return_index=True,
+                                         return_inverse=True)
+        return uniq // span, lo + (uniq % span) * size, first, inverse.reshape(-1).astype(np.int64)
+    pairs, first, inverse = np.unique(np.stack([codes, starts], axis=1), axis=0, return_index=True,
+                                      return_inverse=True)
+    return pairs[:, 0], pairs[:, 1], first, inverse.reshape(-1).astype(np.int64)
+
+
 @dataclass
 class Rolling:
     """The accumulator after every row (`out`, the rows' columns) and the position in `out` of

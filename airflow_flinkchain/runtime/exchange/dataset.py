@@ -167,7 +167,10 @@ class ChannelFileWriter:
     def _open(self) -> pq.ParquetWriter:
         if self._writer is None:
             self.location.parent().makedirs()
-            self._writer = pq.ParquetWriter(self.location.path, self.arrow_schema, filesystem=self.location.fs)
+            # written once and read once: no dictionary pages (their encoding is most of the
+            # writing time of unique values such as timestamps) nor column statistics
+            self._writer = pq.ParquetWriter(self.location.path, self.arrow_schema, filesystem=self.location.fs,
+                                            use_dictionary=False, write_statistics=False)
         return self._writer
 
     def close(self) -> int:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Optional
@@ -61,6 +62,12 @@ def _overrides(text: Optional[str]) -> dict:
 
 def main(argv: Optional[list] = None) -> int:
     args = parse_args(argv)
+    from airflow_flinkchain.runtime.core.timings import Marks, process_start_time
+    from airflow_flinkchain.runtime.spark.session import launched_by_spark_submit
+
+    # the JVM spark-submit started is this driver's parent (Spark's PythonRunner)
+    marks = Marks(driver_started=process_start_time(),
+                  submit_started=process_start_time(os.getppid()) if launched_by_spark_submit() else None)
     from airflow_flinkchain.runtime.core.metrics import utc_now_iso
     from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location
     from airflow_flinkchain.runtime.spark.job import ChainRunError, run_chain
@@ -73,15 +80,19 @@ def main(argv: Optional[list] = None) -> int:
         from airflow_flinkchain.runtime.spark.plan_file import load_plan
         from airflow_flinkchain.runtime.spark.session import get_or_create_spark
 
+        marks.mark("imported")
         job = load_plan(args.plan)
+        marks.mark("plan_loaded")
         spark = get_or_create_spark(app_name=f"flinkchain {args.dag_id or job.pipeline} {args.chain}")
+        marks.mark("session_ready")
         stream_run = None
         if args.checkpoint_dir:
             from airflow_flinkchain.runtime.stream_run import StreamRun
 
             stream_run = StreamRun.open(args.checkpoint_dir, args.run_id)
         result = run_chain(spark, job, args.chain, args.run_id, args.exchange_root, dag_id=args.dag_id,
-                           attempt_id=args.attempt_id, overrides=_overrides(args.overrides), stream_run=stream_run)
+                           attempt_id=args.attempt_id, overrides=_overrides(args.overrides), stream_run=stream_run,
+                           marks=marks)
         doc = result.metrics
     except ChainRunError as exc:
         error, doc = str(exc), exc.metrics

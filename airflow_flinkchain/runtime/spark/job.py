@@ -32,6 +32,7 @@ Templated paths (`{{ ds }}`) are rendered by the caller and passed as
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -43,6 +44,7 @@ from airflow_flinkchain.runtime.connectors import ConnectorContext, sink_connect
 from airflow_flinkchain.runtime.connectors.published import StagedSinkConnector
 from airflow_flinkchain.runtime.core.metrics import utc_now_iso
 from airflow_flinkchain.runtime.core.serialize import loads_plan
+from airflow_flinkchain.runtime.core.timings import Marks
 from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location, replace
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
@@ -51,13 +53,6 @@ from airflow_flinkchain.runtime.stream_run import ChainStreamStep, StreamRun
 from airflow_flinkchain.runtime.stream_task import check_output_types
 
 METRICS_SCHEMA = "metrics string"
-
-
-def _metrics_schema():
-    """METRICS_SCHEMA as a StructType: a DDL string would be parsed by the JVM on every run."""
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    return StructType([StructField("metrics", StringType())])
 
 
 @dataclass
@@ -115,11 +110,15 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
 
 def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id: Optional[str] = None,
               attempt_id: Optional[str] = None, overrides: Optional[dict] = None,
-              plan_bytes: Optional[bytes] = None, stream_run: Optional[StreamRun] = None) -> ChainRunResult:
+              plan_bytes: Optional[bytes] = None, stream_run: Optional[StreamRun] = None,
+              marks: Optional[Marks] = None) -> ChainRunResult:
     """Run one attempt of one chain and commit its outputs; raises ChainRunError
     (after writing the failed metrics document) when it fails. `stream_run` (from
     `begin_stream_run` / `StreamRun.open`): the chain restores from the run's base
-    checkpoint and stages its snapshot and file sinks for `commit_stream_run`."""
+    checkpoint and stages its snapshot and file sinks for `commit_stream_run`. `marks`: the
+    caller's timings (`core.timings`), continued here and written as the document's `timings`."""
+    marks = marks or Marks()
+    marks.mark("chain_started")
     dag_id = dag_id or job.pipeline
     attempt_id = attempt_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     overrides = overrides or {}
@@ -143,6 +142,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         if step is not None:
             _stream_source(job, chain, spec, step, overrides)
             spec.checkpoint = step.subtask_checkpoint()
+        marks.mark("job_prepared")
         plan = spark.sparkContext.broadcast(plan_bytes)
         df = spec.source.input_dataframe(spark, chain.parallelism) if spec.source is not None else None
         if df is None:  # placeholder input: one empty partition per subtask
@@ -152,7 +152,9 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             return run_partition(plan, spec, batches)
 
         rows = df.mapInArrow(per_partition, _metrics_schema()).collect()
+        marks.mark("job_done")
         reports = sorted((json.loads(r["metrics"]) for r in rows), key=lambda r: r["subtask"])
+        doc["timings"] = {"subtasks": [r.pop("timings", {}) for r in reports]}
         for r in reports:
             doc["operators"].extend(r.get("operators", []))
         errors = [r for r in reports if r.get("error")]
@@ -165,6 +167,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             doc["stream"] = step.commit(reports)
             doc["outputs"] = step.staged_outputs(doc["outputs"])
         doc["state"] = "success"
+        marks.mark("chain_committed")
     except Exception as exc:
         doc["state"] = "failed"
         doc["error"] = _error_text(exc)
@@ -173,6 +176,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         raise ChainRunError(doc["error"], doc) from exc
     finally:
         doc["ended_at"] = utc_now_iso()
+        doc["timings"] = {"driver": marks.to_dict(), **(doc.get("timings") or {})}
         try:
             attempt.discard()
             # File sinks stage next to their target (same filesystem, rename commit): a failed
@@ -182,6 +186,14 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+@functools.lru_cache(maxsize=1)
+def _metrics_schema():
+    """METRICS_SCHEMA as a StructType: a DDL string is parsed by the JVM at every mapInArrow."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField("metrics", StringType())])
 
 
 def _stream_source(job, chain, spec: SubtaskSpec, step: ChainStreamStep, overrides: dict) -> None:

@@ -5,12 +5,14 @@ yields one Arrow batch holding the subtask's report as JSON."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
 from airflow_flinkchain.runtime.core.serialize import loads_plan
+from airflow_flinkchain.runtime.core.timings import Marks, process_start_time
 from airflow_flinkchain.runtime.exchange.dataset import DatasetWriter, open_channel
 from airflow_flinkchain.runtime.stream_task import run_stream_task
 
@@ -85,9 +87,18 @@ def _plan(data: bytes) -> Any:
 def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     from pyspark import TaskContext
 
+    marks = Marks(worker_daemon_started=process_start_time(os.getppid()), worker_started=process_start_time())
+    marks.mark("partition_started")
     k = TaskContext.get().partitionId()
-    report = run_stream_task(lambda: _plan(plan_broadcast.value), spec.chain_id, k, spec.run_id,
-                             SparkTaskIO(spec, batches), spec.runner)
+
+    def load_plan():
+        job = _plan(plan_broadcast.value)
+        marks.mark("plan_loaded")
+        return job
+
+    report = run_stream_task(load_plan, spec.chain_id, k, spec.run_id, SparkTaskIO(spec, batches), spec.runner)
     for _ in batches:  # drain the placeholder input
         pass
+    marks.mark("subtask_done")
+    report["timings"] = marks.to_dict()
     yield pa.RecordBatch.from_pylist([{"metrics": json.dumps(report, default=str)}], schema=REPORT_SCHEMA)

@@ -33,7 +33,7 @@ from airflow_flinkchain.planner.vectorized import vectorized_aggregation, vector
 from airflow_flinkchain.runtime.core.batches import batch_emitter, rows_emitter, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
 from airflow_flinkchain.api.aggregations import AggregationFunction
-from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
+from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling, window_groups
 from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
 from airflow_flinkchain.runtime.core.operators.window_batches import StreamingWindowBatches
 from airflow_flinkchain.runtime.core.operators.window_stream import WindowStreamOperator
@@ -218,19 +218,18 @@ class VectorizedWindowAggregationOperator(StreamingWindowBatches, WindowStreamOp
         if encoded is None:
             return False
         starts = ts - (ts - self.offset) % self.size
-        groups, group_of_row = np.unique(np.stack([encoded[0], starts], axis=1), axis=0, return_inverse=True)
-        group_of_row = group_of_row.reshape(-1).astype(np.int64)
+        _group_codes, group_starts, _first, group_of_row = window_groups(encoded[0], starts, self.size)
         fn = self.function
         if isinstance(fn, AggregationFunction):
             result = rolling(rows, group_of_row, fn.position, fn.kind, {}, only_last=True)
             out, window_of = (None, None) if result is None else (result.out, result.last_codes)
         else:
             out = aggregate_groups(rows, group_of_row, fn.columns)
-            window_of = np.arange(len(groups))
+            window_of = np.arange(len(group_starts))
         if out is None:
             return False
         self.metrics.records_in += rows.num_rows
-        stamps = groups[window_of, 1] + (self.size - 1)  # the window's max timestamp
+        stamps = group_starts[window_of] + (self.size - 1)  # the window's max timestamp
         emit_batch(self, out.append_column(TS_COLUMN, pa.array(stamps, pa.int64())))
         self.sampled_time += time.perf_counter() - t0
         self.sampled_in += rows.num_rows

@@ -53,6 +53,8 @@ from operator import itemgetter
 from typing import Any, Callable, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.planner.vectorized import buffers_batches
+from airflow_flinkchain.runtime.core.batches import rows_emitter
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.keys import key_getter
@@ -63,6 +65,7 @@ from airflow_flinkchain.runtime.core.operators.base import (
     flat_map_processor,
     map_processor,
 )
+from airflow_flinkchain.runtime.core.operators.key_batches import KeyBatches
 from airflow_flinkchain.runtime.core.operators.process import ProcessContext, make_result_emitter, process_handler
 from airflow_flinkchain.runtime.core.partitioners import key_group_for_key
 from airflow_flinkchain.runtime.state.factory import create_keyed_state_backend
@@ -156,6 +159,11 @@ class KeyedOperator(StreamOperator):
         self.timer_service = InternalTimerService(self.state_backend, self)
         self.user_timer_service = SimpleTimerService(self.timer_service, self)
         self._buffer: dict = {}  # BATCH: key -> [(timestamp, value)], keys in first-seen order
+        # BATCH, keyed by a field: typed exchange batches are held whole (process_batch)
+        key_field = buffers_batches(graph, node) if self.batch else None
+        self._key_batches = KeyBatches(key_field or "")
+        if key_field is not None:
+            self.takes_batches = True
         self._processors: dict = {}
         self._timed_processor: Optional[Callable] = None
         self._replayed = 0  # BATCH: records replayed so far (timing samples)
@@ -196,10 +204,13 @@ class KeyedOperator(StreamOperator):
         metrics, err, cee = self.metrics, self.error_handler(False), ChainExecutionError
         key_of = key_of or self.key_selector
         if self.batch:
-            buffer, cell = self._buffer, self.cell
+            buffer, cell, key_batches = self._buffer, self.cell, self._key_batches
+            held = key_batches.batches
 
             def collect(value: Any) -> None:
                 metrics.records_in += 1
+                if held:
+                    key_batches.release(buffer)  # rows held before it go first
                 try:
                     key = key_of(value)
                 except cee:
@@ -236,6 +247,18 @@ class KeyedOperator(StreamOperator):
             inner(value)
 
         return process
+
+    def process_batch(self, batch) -> None:
+        """BATCH, keyed by a field: held whole (key_batches.py); a batch whose keys cannot be
+        grouped so (and all input after it) goes into the per-record buffer."""
+        if batch.num_rows == 0:
+            return
+        self.handler(False)  # the wiring the replay emits through
+        if not self._buffer and self._key_batches.add(batch):
+            self.metrics.records_in += batch.num_rows
+            return
+        self._key_batches.release(self._buffer)  # rows held before it go first
+        rows_emitter(self.handler(False), self.cell)(batch)
 
     def dispose(self) -> None:
         try:
@@ -290,6 +313,11 @@ class KeyedOperator(StreamOperator):
         service.quiesce_processing_time()
 
     def _replay_batch(self) -> None:
+        if self._key_batches:
+            for key, records in self._key_batches.by_key():
+                self.state_backend.set_current_key(key)
+                self.process_key(key, records)
+                self.end_key(key)
         buffer = self._buffer
         if not buffer:
             return

@@ -38,7 +38,7 @@ from airflow_flinkchain.api.aggregations import AggregationFunction
 from airflow_flinkchain.runtime.core.batches import batch_rows, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
-from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling
+from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling, window_groups
 from airflow_flinkchain.runtime.core.outputs import (BroadcastingOutputCollector, ChainingOutput, DirectedOutput,
                                                      RecordWriterOutput, TypeCoercingOutput)
 from airflow_flinkchain.window import EventTimeTrigger, TimeWindow
@@ -221,8 +221,7 @@ class StreamingWindowBatches:
     def _fold_on_time(self, rows, idx, codes, keys, start, end_ts, cleanup) -> bool:
         """The on-time rows `idx` into their windows' state, timers registered per window."""
         sub = rows.take(pa.array(idx))
-        pairs = np.stack([codes[idx], start[idx]], axis=1)
-        _groups, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+        _codes, _starts, first, inverse = window_groups(codes[idx], start[idx], self.size)
         order = np.argsort(first, kind="stable")  # windows in first-row order
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))

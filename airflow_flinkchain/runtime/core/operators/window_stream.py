@@ -9,24 +9,28 @@ STREAMING: each watermark advances the core's timers (firing windows) and is the
 forwarded. BATCH: the KeyedOperator base holds the records and, at the end of input,
 replays them key by key in timestamp order, firing each key's windows at the end of
 the key (Flink's sort-based batch execution: nothing is late); then the MAX watermark
-goes on.
+goes on. A window reducing or aggregating over tumbling or sliding event-time windows with
+the default trigger replays a key in local accumulators (window_replay.py). Keyed by a
+field, the operator takes typed exchange batches into its buffer whole (KeyedOperator).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Optional
 
 from airflow_flinkchain.graph.windows import WindowFunctionKind
 from airflow_flinkchain.runtime.core.elements import Watermark
 from airflow_flinkchain.runtime.core.errors import ChainExecutionError
 from airflow_flinkchain.runtime.core.operators.base import adapt_function
-from airflow_flinkchain.runtime.core.operators.keyed import KeyedOperator
+from airflow_flinkchain.runtime.core.operators.keyed import KeyedOperator, sort_by_timestamp
 from airflow_flinkchain.runtime.core.operators.window import (
     WindowOperator,
     aggregate_window,
     process_window,
     reduce_window,
 )
+from airflow_flinkchain.runtime.core.operators.window_replay import KeyWindowFold
 
 
 def _drop(_value: Any) -> None:
@@ -95,6 +99,8 @@ class WindowStreamOperator(KeyedOperator):
         self.window_operator = self._create_core()
         self.timer_service = self.window_operator.timer_service
         self._core_open = False
+        self._key_fold: Any = _UNKNOWN  # BATCH: the KeyWindowFold, or None (built at the first key)
+        self._folded: Optional[list] = None  # BATCH: the current key's windows, fired at its end
 
     def _create_core(self) -> WindowOperator:
         spec, where = self.spec, f"window operator {self.node.name!r}"
@@ -151,6 +157,30 @@ class WindowStreamOperator(KeyedOperator):
                 err(exc, value)
 
         return process
+
+    # ---- BATCH: one key at a time ----
+    def process_key(self, key: Any, records: list) -> None:
+        """BATCH: the key's records folded into local window accumulators (window_replay.py)
+        when the window takes that path, else through the core record by record."""
+        fold = self._key_fold
+        if fold is _UNKNOWN:
+            core = self.window_operator
+            fold = self._key_fold = KeyWindowFold(core, self.cell, self.error_handler(False)) \
+                if KeyWindowFold.applies(core) else None
+        if fold is not None:
+            sort_by_timestamp(records)
+            if fold.takes(records):
+                start = time.perf_counter()
+                self._folded = fold.fold(records)
+                self.sampled_time += time.perf_counter() - start
+                self.sampled_in += len(records)
+                return
+        super().process_key(key, records)
+
+    def on_key_end(self, key: Any) -> None:
+        folded, self._folded = self._folded, None
+        if folded:
+            self._key_fold.fire(folded)
 
     # ---- firings ----
     def process_watermark(self, watermark: Watermark) -> None:
