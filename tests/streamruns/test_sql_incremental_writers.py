@@ -339,3 +339,50 @@ def test_without_the_process_privilege_gaps_wait_for_settle(tmp_path):
             conn.execute(sa.text(f"drop table if exists {name}"))
             conn.execute(sa.text(f"drop user if exists '{user}'@'%'"))
         admin.dispose()
+
+
+@pytest.mark.mysql
+@pytest.mark.timeout(60)
+def test_innodb_transactions_listed_fresh_or_not_at_all():
+    """InnoDB serves innodb_trx from a cache that another session reading it every 50 ms keeps
+    stale: a transaction begun just before the list is in it, or the list is None (gaps then
+    wait `settle`), never a list without it."""
+    import threading
+    import time
+
+    sa = pytest.importorskip("sqlalchemy")
+    pytest.importorskip("pymysql")
+    engine = sa.create_engine(URLS["mariadb"], isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("select 1"))
+    except Exception as exc:  # noqa: BLE001 - no server: nothing to test against
+        _unreachable(f"mariadb not reachable at {URLS['mariadb']}: {exc}")
+    stop = threading.Event()
+
+    def hammer(period: float) -> None:
+        with engine.connect() as conn:
+            while not stop.is_set():
+                conn.execute(sa.text("select count(*) from information_schema.innodb_trx")).scalar()
+                time.sleep(period)
+
+    try:
+        for period in (0.05, 0.2):  # starved cache, then one that refreshes between reads
+            stop.clear()
+            reader = threading.Thread(target=hammer, args=(period,), daemon=True)
+            reader.start()
+            time.sleep(0.3)
+            with engine.connect() as txn:
+                thread = txn.execute(sa.text("select connection_id()")).scalar()
+                txn.exec_driver_sql("start transaction with consistent snapshot")
+                with engine.connect() as conn:
+                    listed = sql_settle._in_progress(conn)
+                txn.exec_driver_sql("rollback")
+            stop.set()
+            reader.join()
+            if period > 0.12:
+                assert listed is not None
+            assert listed is None or any(t.startswith(f"{thread}@") for t in listed), (period, listed)
+    finally:
+        stop.set()
+        engine.dispose()

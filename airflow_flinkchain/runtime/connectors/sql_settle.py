@@ -12,7 +12,7 @@ back, or its id was never used) when
 * every transaction that was in progress when the gap was seen has ended, on the databases
   whose transactions in progress a run can list: PostgreSQL (`pg_locks`,
   `pg_prepared_xacts`), MySQL/MariaDB (`information_schema.innodb_trx`, which needs the
-  PROCESS privilege) and SQLite (one writer at a time); not on a replica. A transaction that took an id at or below the maximum a run saw had
+  PROCESS privilege; read fresh, see `_innodb_in_progress`) and SQLite (one writer at a time); not on a replica. A transaction that took an id at or below the maximum a run saw had
   taken it before that run read the maximum, so it is one of those listed right after;
 * or `SqlSource(settle=...)` seconds have passed since it was seen (default
   `DEFAULT_SETTLE_SECONDS` where transactions cannot be listed, no limit elsewhere): a row
@@ -50,9 +50,12 @@ where l.locktype = 'virtualxid' and l.mode = 'ExclusiveLock' and l.granted
 union all select 'prepared ' || gid from pg_prepared_xacts where database = current_database()
 """
 _MYSQL_IN_PROGRESS = """
-select concat(trx_mysql_thread_id, '@', trx_started) from information_schema.innodb_trx
+select trx_mysql_thread_id, concat(trx_mysql_thread_id, '@', trx_started) from information_schema.innodb_trx
 where trx_mysql_thread_id <> connection_id()
 """
+#: innodb_trx reads until one shows the canary transaction (sql_settle._innodb_in_progress)
+FRESH_LIST_ATTEMPTS = 40
+FRESH_LIST_WAIT = 0.12
 
 Ranges = list  # [[first, last], ...] inclusive, sorted, disjoint; first None: from the lowest id
 
@@ -167,11 +170,37 @@ def _in_progress(conn: Any) -> Optional[list]:
         if conn.execute(sa.text(replica)).scalar():
             log.warning("the database is a replica (read only): id gaps are kept open for `settle` seconds")
             return None
-        return sorted({str(v) for v in conn.execute(sa.text(sql)).scalars()})
+        if dialect == "postgresql":
+            return sorted({str(v) for v in conn.execute(sa.text(sql)).scalars()})
+        return _innodb_in_progress(conn)
     except sa.exc.DBAPIError as exc:  # e.g. no PROCESS privilege for innodb_trx
         log.warning("cannot list the transactions in progress (%s); id gaps are kept open for `settle` seconds",
                     str(getattr(exc, "orig", exc)).splitlines()[0])
         return None
+
+
+def _innodb_in_progress(conn: Any) -> Optional[list]:
+    """`information_schema.innodb_trx` as of now. InnoDB serves it from a cache refreshed only
+    when it was not read for 0.1 s (any session's read counts), so a plain read may miss a
+    transaction that began just before it. A canary transaction begun on a second connection
+    after the maximum was read proves the list fresh: the first list that shows the canary
+    holds every transaction begun before it. None when no fresh list comes within a few seconds."""
+    import sqlalchemy as sa
+
+    with conn.engine.connect() as canary:
+        canary_id = canary.execute(sa.text("select connection_id()")).scalar()
+        canary.exec_driver_sql("start transaction with consistent snapshot")
+        try:
+            for _ in range(FRESH_LIST_ATTEMPTS):
+                time.sleep(FRESH_LIST_WAIT)
+                rows = conn.execute(sa.text(_MYSQL_IN_PROGRESS)).all()
+                if any(int(thread) == canary_id for thread, _ in rows):
+                    return sorted({str(trx) for thread, trx in rows if int(thread) != canary_id})
+        finally:
+            canary.exec_driver_sql("rollback")
+    log.warning("information_schema.innodb_trx showed no fresh list within %.1f s (other sessions read it "
+                "continuously?); id gaps are kept open for `settle` seconds", FRESH_LIST_ATTEMPTS * FRESH_LIST_WAIT)
+    return None
 
 
 def _release(holds: list, running: Optional[list], settle: Optional[float],
