@@ -227,3 +227,35 @@ class InternalTimerService:
                     self.event_time_timers.add(ts, key, ns)
                 for ts, key, ns in timers["processing"]:
                     self.processing_time_timers.add(ts, key, ns)
+
+
+class SimpleTimerService:
+    """What `ctx.timer_service()` returns (Flink's TimerService): timers of the current key
+    (namespace None, Flink's VoidNamespace)."""
+
+    __slots__ = ("_internal", "_operator", "_keys", "_event", "_processing")
+
+    def __init__(self, internal: InternalTimerService, operator: Any):
+        self._internal = internal
+        self._operator = operator
+        self._keys = operator.state_backend
+        self._event = internal.event_time_timers
+        self._processing = internal.processing_time_timers
+
+    def current_processing_time(self) -> int:
+        return self._internal.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._operator.current_watermark
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._event.add(int(timestamp), self._keys.current_key, None)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._event.remove(int(timestamp), self._keys.current_key, None)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._processing.add(int(timestamp), self._keys.current_key, None)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._processing.remove(int(timestamp), self._keys.current_key, None)

@@ -70,7 +70,7 @@ from airflow_flinkchain.runtime.core.operators.process import ProcessContext, ma
 from airflow_flinkchain.runtime.core.partitioners import key_group_for_key
 from airflow_flinkchain.runtime.state.factory import create_keyed_state_backend
 from airflow_flinkchain.runtime.state.key_groups import compute_key_group_range_for_operator_index
-from airflow_flinkchain.runtime.core.timers import InternalTimerService
+from airflow_flinkchain.runtime.core.timers import InternalTimerService, SimpleTimerService
 from airflow_flinkchain.state import ValueStateDescriptor
 
 _UNSET = object()
@@ -103,38 +103,6 @@ def sort_by_timestamp(records: list) -> None:
         records.sort(key=itemgetter(0))
     elif untimed < len(records):
         records.sort(key=_timestamp_or_min)
-
-
-class SimpleTimerService:
-    """What `ctx.timer_service()` returns (Flink's TimerService): timers of the current key
-    (namespace None, Flink's VoidNamespace)."""
-
-    __slots__ = ("_internal", "_operator", "_keys", "_event", "_processing")
-
-    def __init__(self, internal: InternalTimerService, operator: "KeyedOperator"):
-        self._internal = internal
-        self._operator = operator
-        self._keys = operator.state_backend
-        self._event = internal.event_time_timers
-        self._processing = internal.processing_time_timers
-
-    def current_processing_time(self) -> int:
-        return self._internal.current_processing_time()
-
-    def current_watermark(self) -> int:
-        return self._operator.current_watermark
-
-    def register_event_time_timer(self, timestamp: int) -> None:
-        self._event.add(int(timestamp), self._keys.current_key, None)
-
-    def delete_event_time_timer(self, timestamp: int) -> None:
-        self._event.remove(int(timestamp), self._keys.current_key, None)
-
-    def register_processing_time_timer(self, timestamp: int) -> None:
-        self._processing.add(int(timestamp), self._keys.current_key, None)
-
-    def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._processing.remove(int(timestamp), self._keys.current_key, None)
 
 
 class KeyedOperator(StreamOperator):
