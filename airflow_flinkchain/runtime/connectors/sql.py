@@ -151,10 +151,7 @@ _WIDER = {frozenset(("BigInteger", "Float")): "Float", frozenset(("BigInteger", 
 
 
 def _type_name(value: Any) -> str:
-    for py, name in _PY_TYPES:
-        if isinstance(value, py):
-            return name
-    return "Text"
+    return _type_name_of(type(value))
 
 
 def _columns_of(rows: list, where: str, columns=None) -> dict[str, str]:
@@ -186,12 +183,15 @@ def _columns_of(rows: list, where: str, columns=None) -> dict[str, str]:
 def _column_type(value_types: set):
     """The column type name of a field whose values have these types (None: only None
     values), or False when they conflict."""
-    names = {_type_name_of(t) for t in value_types if t is not type(None)}
-    if len(names) <= 1:
-        return next(iter(names), None)
-    if names.issubset(("BigInteger", "Float", "Numeric")):
-        return "Float" if "Float" in names else "Numeric"
-    return False
+    names = sorted({_type_name_of(t) for t in value_types if t is not type(None)})
+    if not names:
+        return None
+    widest = names[0]
+    for name in names[1:]:  # the per-value pass's widening, over the set
+        widest = _WIDER.get(frozenset((widest, name)))
+        if widest is None:
+            return False
+    return widest
 
 
 def _type_name_of(py_type: type) -> str:
