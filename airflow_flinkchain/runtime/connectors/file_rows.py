@@ -43,16 +43,13 @@ def read_file_table(source: FileSource, path: str, where: str) -> tuple:
 
 
 def data_files(loc: Location) -> list[str]:
-    """The files of a file or directory (recursively), in name order; names starting with '.'
-    or '_' are not data (Spark's rule)."""
+    """The file itself, or the data files below a directory (`Location.list_files`: name order,
+    Spark's rule for '.' and '_' names, a published dataset's manifest on object stores)."""
     import pyarrow.fs as pafs
 
     if loc.fs.get_file_info(loc.path).type == pafs.FileType.File:
         return [loc.path]
-    base = loc.path.rstrip("/")
-    infos = loc.fs.get_file_info(pafs.FileSelector(base, recursive=True))
-    return sorted(i.path for i in infos if i.type == pafs.FileType.File
-                  and not any(p.startswith((".", "_")) for p in i.path[len(base):].split("/") if p))
+    return loc.list_files()
 
 
 def _read_bytes(loc: Location, path: str) -> bytes:
