@@ -11,19 +11,13 @@ callers use pyarrow's and their own Python loops: the same answers.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-_records = None
-dict_columns = None  # (records list, names tuple) -> [column lists], or None when a record does not fit
-if os.environ.get("FLINKCHAIN_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from airflow_flinkchain.runtime.core import _flatcheck
+from airflow_flinkchain.runtime.core.accelerator import FLATCHECK
 
-        _records = getattr(_flatcheck, "records", None)
-        dict_columns = getattr(_flatcheck, "columns", None)
-    except ImportError:
-        pass
+_records = getattr(FLATCHECK, "records", None)
+#: (records list, names tuple) -> [column lists], or None when a record does not fit
+dict_columns = getattr(FLATCHECK, "columns", None)
 
 
 def batch_records(batch: Any) -> list:

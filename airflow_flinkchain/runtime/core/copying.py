@@ -22,9 +22,10 @@ from __future__ import annotations
 import copy
 import datetime
 import decimal
-import os
 import sys
 from typing import Any
+
+from airflow_flinkchain.runtime.core.accelerator import FLATCHECK
 
 IMMUTABLE_TYPES = frozenset({
     int, float, str, bytes, bool, type(None), complex,
@@ -33,23 +34,16 @@ IMMUTABLE_TYPES = frozenset({
 
 _IMM = IMMUTABLE_TYPES
 
-# Optional C accelerator (built by setup.py when a compiler is there; same answers as the
-# loops below). Not used when the package comes from the spark-submit py_files archive (a zip
-# cannot hold an importable extension) or when FLINKCHAIN_PURE_PYTHON=1.
+# The optional C accelerator (accelerator.py; same answers as the loops below).
 flat_immutable = None
 flat_refcount = None  # -1, or the refcount of a flat dict (see _flatcheck.c); None when not built
-if os.environ.get("FLINKCHAIN_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from airflow_flinkchain.runtime.core import _flatcheck
-
-        _flatcheck.set_immutable_types(IMMUTABLE_TYPES)
-        flat_immutable = _flatcheck.flat_immutable
-        _probe = {"probe": 1}
-        if _flatcheck.flat_refcount(_probe) == sys.getrefcount(_probe):  # the RC_* calibration holds for it
-            flat_refcount = _flatcheck.flat_refcount
-        del _probe
-    except ImportError:
-        pass
+if FLATCHECK is not None:
+    FLATCHECK.set_immutable_types(IMMUTABLE_TYPES)
+    flat_immutable = FLATCHECK.flat_immutable
+    _probe = {"probe": 1}
+    if FLATCHECK.flat_refcount(_probe) == sys.getrefcount(_probe):  # the RC_* calibration holds for it
+        flat_refcount = FLATCHECK.flat_refcount
+    del _probe
 _all_immutable = _IMM.issuperset  # _all_immutable(map(type, items)): one C loop, no Python frame per item
 _deepcopy = copy.deepcopy
 
