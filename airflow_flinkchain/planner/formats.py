@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized
+from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized, shows_combined
 from airflow_flinkchain.graph.model import DEFAULT_SLOT_SHARING_GROUP
 from airflow_flinkchain.planner.jobgraph import Chain, ChainEdge, JobGraph
 
@@ -67,6 +67,8 @@ def format_text(plans: Sequence[JobGraph]) -> str:
             pw = max(len(e.partitioner.value) for e in plan.edges)
             for head, e in zip(heads, plan.edges):
                 extra = edge_details(e)
+                if shows_combined(plan.stream_graph, e.stream_edge):
+                    extra = "; ".join(filter(None, [extra, "combined per key before the exchange"]))
                 line = f"    {head:<{hw}}  {e.partitioner.value:<{pw}}  {e.source_operator} => {e.target_operator}"
                 lines.append(line + (f"  ({extra})" if extra else ""))
         blocks.append("\n".join(lines))

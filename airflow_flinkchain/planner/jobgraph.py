@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized
+from airflow_flinkchain.planner.vectorized import per_record_reason, runs_vectorized, shows_combined
 from airflow_flinkchain.graph.model import OperatorKind, Partitioner, StreamEdge, StreamGraph, StreamNode, edge_id
 
 
@@ -106,7 +106,8 @@ class JobGraph:
                                     "per_record_reason"; sources and sinks: "connector",
                                     "incremental_column"}]}],
          "edges": [{"id", "source", "target", "source_operator", "target_operator",
-                    "partitioner", "output_tag", "selected_names"}],
+                    "partitioner", "output_tag", "selected_names"; "combined": true when the
+                    producer sends partial aggregates per key (runtime/core/combiner.py)}],
          "chained_edges": [{"id", "chain", "source_operator", "target_operator",
                             "output_tag", "selected_names"}]}"""
         g = self.stream_graph
@@ -140,7 +141,8 @@ class JobGraph:
                 }
                 for c in self.chains
             ],
-            "edges": [e.to_dict() for e in self.edges],
+            "edges": [{**e.to_dict(), **({"combined": True} if shows_combined(g, e.stream_edge) else {})}
+                      for e in self.edges],
             "chained_edges": chained,
         }
 

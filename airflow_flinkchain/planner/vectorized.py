@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from airflow_flinkchain.graph.field_keys import field_key, timestamp_field
-from airflow_flinkchain.graph.model import OperatorKind
+from airflow_flinkchain.graph.model import OperatorKind, Partitioner
 from airflow_flinkchain.graph.windows import WindowFunctionKind
 from airflow_flinkchain.window import TumblingEventTimeWindows
 
@@ -22,6 +22,22 @@ def vectorized_aggregation(node: Any) -> Optional[str]:
             type(getattr(fn, "position", None)) is not str:
         return None  # a position (tuples, lists) has no column
     return field_key(node.key_selector)
+
+
+def combined_edge(graph: Any, edge: Any) -> Optional[str]:
+    """The key field of a HASH edge whose producer sends partial aggregates (one row per key
+    and run of its output, runtime/core/combiner.py) instead of every row: BATCH mode, into a
+    vectorized keyed aggregation keyed by the field the edge partitions by. None otherwise."""
+    if graph is None or graph.runtime_mode == "streaming" or edge.partitioner.kind is not Partitioner.HASH:
+        return None
+    key = vectorized_aggregation(graph.node(edge.target_id))
+    return key if key is not None and field_key(edge.partitioner.key_selector) == key else None
+
+
+def shows_combined(graph: Any, edge: Any) -> bool:
+    """What `flinkchain plan` and the plan's JSON say of a chain edge: combined_edge, into an
+    aggregation that runs vectorized for the input's known schema (runs_vectorized)."""
+    return combined_edge(graph, edge) is not None and runs_vectorized(graph, graph.node(edge.target_id))
 
 
 def vectorized_window(node: Any) -> Optional[str]:

@@ -212,7 +212,7 @@ def record_writer_batch_emitter(output: RecordWriterOutput, cell: TimestampCell)
             except Exception as exc:
                 fail(exc, f"<a batch of {batch.num_rows} rows>")
 
-        return write
+        return _combining(rw.combiner, write)
     key_field = getattr(rw.selector, "key_field", None)
     if key_field is None:
         return per_record
@@ -231,7 +231,20 @@ def record_writer_batch_emitter(output: RecordWriterOutput, cell: TimestampCell)
         except Exception as exc:
             fail(exc, f"<a batch of {batch.num_rows} rows>")
 
-    return write_by_key
+    return _combining(rw.combiner, write_by_key)
+
+
+def _combining(combiner, write: BatchEmitter) -> BatchEmitter:
+    """`write`, or batches through the edge's combiner (core/combiner.py) into `write`."""
+    if combiner is None:
+        return write
+    combiner.write = write
+
+    def combine(batch: pa.RecordBatch) -> None:
+        if not combiner.add(batch):
+            write(batch)
+
+    return combine
 
 
 def batch_channels(rw) -> Callable[[pa.RecordBatch], Optional[np.ndarray]]:

@@ -66,11 +66,14 @@ def window_groups(codes: np.ndarray, starts: np.ndarray, size: int) -> tuple[np.
 @dataclass
 class Rolling:
     """The accumulator after every row (`out`, the rows' columns) and the position in `out` of
-    each key's last row (`last`) with its code (`last_codes`): the key's new accumulator."""
+    each key's last row (`last`) with its code (`last_codes`): the key's new accumulator.
+    `sources`: per row of `out`, the input row whose other fields it carries (the key's first
+    row for sum/min/max, the chosen one for min_by/max_by; counted with the prior rows first)."""
 
     out: pa.RecordBatch
     last: np.ndarray
     last_codes: np.ndarray
+    sources: np.ndarray
 
 
 def _values(column: pa.Array, kind: str) -> Optional[np.ndarray]:
@@ -155,8 +158,8 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
         best = _group_cumulative(vs, gid, int(gid[-1]) + 1, kind == "min_by")
         changed = start.copy()
         changed[1:] |= best[1:] != best[:-1]
-        source = order[np.maximum.accumulate(np.where(changed, positions, 0))]
-        out = table.take(pa.array(source[wanted]))
+        sources = order[np.maximum.accumulate(np.where(changed, positions, 0))][wanted]
+        out = table.take(pa.array(sources))
     else:
         if kind == "sum":
             cs = np.cumsum(vs)
@@ -164,14 +167,15 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
         else:
             gid = np.cumsum(start) - 1
             result = _group_cumulative(vs, gid, int(gid[-1]) + 1, kind == "min")
-        out = table.take(pa.array(order[group_start][wanted]))
+        sources = order[group_start][wanted]
+        out = table.take(pa.array(sources))
         col_type = pa.int64() if kind == "sum" else rows.schema.field(field).type
         out = out.set_column(out.schema.get_field_index(field), rows.schema.field(field).with_type(col_type),
                              pa.array(result[wanted], type=col_type))
     if isinstance(out, pa.Table):
         out = out.combine_chunks().to_batches()[0] if out.num_rows else rows.slice(0, 0)
     last = np.arange(int(end.sum())) if only_last else order[end] - skip
-    return Rolling(out, last, sc[end])
+    return Rolling(out, last, sc[end], sources)
 
 
 def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, columns: dict) -> Optional[pa.RecordBatch]:

@@ -46,6 +46,7 @@ class OperatorMetrics:
     filtered: int = 0
     time_ms: float = 0.0
     watermark: Optional[int] = None
+    combined: dict = field(default_factory=dict)  # edge id -> [rows in, partial rows out] (core/combiner.py)
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"node_id": self.node_id, "key": self.key, "name": self.name,
@@ -55,6 +56,8 @@ class OperatorMetrics:
         doc["time_ms"] = round(self.time_ms, 6)  # a sink's few fast appends take well under 1 µs
         for name in GAUGE_NAMES:
             doc[name] = getattr(self, name)
+        if self.combined:
+            doc["combined"] = {edge: list(counts) for edge, counts in self.combined.items()}
         return doc
 
 

@@ -32,7 +32,9 @@ from itertools import islice
 from typing import Any, Iterable, Optional
 
 from airflow_flinkchain.planner.jobgraph import JobGraph
+from airflow_flinkchain.planner.vectorized import combined_edge
 from airflow_flinkchain.runtime.core.batches import ColumnarInput, run_columnar
+from airflow_flinkchain.runtime.core.combiner import KeyedCombiner
 from airflow_flinkchain.runtime.core.context import StreamingRuntimeContext
 from airflow_flinkchain.runtime.core.elements import (MAX_WATERMARK, MAX_WATERMARK_TS, MIN_WATERMARK_TS, StreamRecord,
                                                       TimestampCell, Watermark, WatermarkStatus)
@@ -102,6 +104,10 @@ class OperatorChain:
                                          edge_id=chain_edge.id, operator=producer.name, keyed_operator=target.name,
                                          key_error_channel=key_error_channel(target, self.graph.on_error))
         writer = RecordWriter(chain_edge.id, selector, num_channels, factory(chain_edge, self.scope.subtask))
+        key = combined_edge(self.graph, stream_edge)
+        if key is not None and hasattr(writer.channel_sink, "write_batch") and \
+                (type(selector) is int or getattr(selector, "key_field", None) == key):
+            writer.set_combiner(KeyedCombiner(key, target.function.kind, target.function.position))
         return RecordWriterOutput(writer, stream_edge.output_tag, self.cell, producer.name, self.chain.name,
                                   self.scope.subtask)
 
@@ -386,7 +392,13 @@ class OperatorChain:
                     log.exception("abort of the writer of edge %r failed", rw.record_writer.edge_id)
 
     def metrics(self) -> SubtaskMetrics:
-        return SubtaskMetrics(self.chain.id, self.scope.subtask, [op.finish_metrics() for op in self.all_operators])
+        metrics = SubtaskMetrics(self.chain.id, self.scope.subtask, [op.finish_metrics() for op in self.all_operators])
+        for edge, output in self.record_writer_outputs.items():
+            combiner = output.record_writer.combiner
+            if combiner is not None and combiner.rows_in:
+                producer = self.operators[edge.source_id].metrics
+                producer.combined[output.record_writer.edge_id] = [combiner.rows_in, combiner.rows_out]
+        return metrics
 
 
 def run_subtask(

@@ -1,10 +1,11 @@
 """One chain of a plan, run as one Spark job.
 
 Spark is the parallel executor: subtask k of a chain is Spark partition k. The
-job builds a DataFrame with exactly `chain.parallelism` partitions (the source
-files repartitioned, or `spark.range(p)` as a placeholder when the input comes
-from the exchange, a collection or SQL) and runs `mapInArrow` with a function
-that, in partition k (TaskContext.partitionId() = subtask index):
+job has exactly `chain.parallelism` partitions: `mapInArrow` over a DataFrame of
+the source files when Spark reads them, else `mapPartitions` over one placeholder
+element per subtask (the input comes from the exchange, a collection, SQL, or files
+the subtasks read with pyarrow). In partition k (TaskContext.partitionId() =
+subtask index) the function:
   1. builds the subtask's input: its source split (Arrow batches -> dict
      records), the collection (subtask 0; the items travel in the pickled plan,
      broadcast once), a SQL query (subtask 0), or channel k of each input edge
@@ -12,8 +13,8 @@ that, in partition k (TaskContext.partitionId() = subtask index):
   2. runs the core's `run_subtask()` (OperatorChain lifecycle);
   3. writes each out-edge's records per channel, collect/file sinks and staged
      SQL rows with pyarrow straight into the attempt's directory;
-  4. yields ONE small Arrow batch: the subtask's metrics as JSON. A user error
-     is caught and reported in that batch (not raised through Spark), so the
+  4. yields ONE small result: the subtask's metrics as JSON. A user error
+     is caught and reported in that result (not raised through Spark), so the
      driver gets the core's message naming operator, chain, subtask and record,
      and deterministic user errors are not retried by Spark; infrastructure
      failures (lost executor) still fail the Spark task, which Spark retries and
@@ -48,7 +49,7 @@ from airflow_flinkchain.runtime.core.timings import Marks
 from airflow_flinkchain.runtime.exchange.layout import ExchangeArea, Location, replace
 from airflow_flinkchain.runtime.spark.plan_file import ship_plan
 from airflow_flinkchain.runtime.pipeline_run import ChainRunError  # noqa: F401  (raised here; also imported from here)
-from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition
+from airflow_flinkchain.runtime.spark.partition import SubtaskSpec, run_partition, run_placeholder_partition
 from airflow_flinkchain.runtime.stream_run import ChainStreamStep, StreamRun
 from airflow_flinkchain.runtime.stream_task import check_output_types
 
@@ -143,17 +144,21 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             _stream_source(job, chain, spec, step, overrides)
             spec.checkpoint = step.subtask_checkpoint()
         marks.mark("job_prepared")
-        plan = spark.sparkContext.broadcast(plan_bytes)
+        plan = _plan_broadcast(spark, plan_bytes)
         df = spec.source.input_dataframe(spark, chain.parallelism) if spec.source is not None else None
-        if df is None:  # placeholder input: one empty partition per subtask
-            df = spark.range(0, chain.parallelism, 1, numPartitions=chain.parallelism)
+        if df is None:  # the subtasks read by themselves: one placeholder partition each
+            def per_placeholder(placeholder):
+                return run_placeholder_partition(plan, spec, placeholder)
 
-        def per_partition(batches):
-            return run_partition(plan, spec, batches)
+            texts = spark.sparkContext.parallelize(range(chain.parallelism), chain.parallelism) \
+                .mapPartitions(per_placeholder).collect()
+        else:
+            def per_partition(batches):
+                return run_partition(plan, spec, batches)
 
-        rows = df.mapInArrow(per_partition, _metrics_schema()).collect()
+            texts = [r["metrics"] for r in df.mapInArrow(per_partition, _metrics_schema()).collect()]
         marks.mark("job_done")
-        reports = sorted((json.loads(r["metrics"]) for r in rows), key=lambda r: r["subtask"])
+        reports = sorted((json.loads(t) for t in texts), key=lambda r: r["subtask"])
         doc["timings"] = {"subtasks": [r.pop("timings", {}) for r in reports]}
         for r in reports:
             doc["operators"].extend(r.get("operators", []))
@@ -186,6 +191,19 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
+
+
+_BROADCAST: list = []  # [(plan bytes, their broadcast, SparkContext)]: the chains of one execute() share it
+
+
+def _plan_broadcast(spark, plan_bytes: bytes):
+    """The plan as a broadcast variable, made once for the chains of a run that share the
+    same plan bytes (execute(); an Airflow task runs one chain)."""
+    if _BROADCAST and _BROADCAST[0][0] is plan_bytes and _BROADCAST[0][2] is spark.sparkContext:
+        return _BROADCAST[0][1]
+    broadcast = spark.sparkContext.broadcast(plan_bytes)
+    _BROADCAST[:] = [(plan_bytes, broadcast, spark.sparkContext)]
+    return broadcast
 
 
 @functools.lru_cache(maxsize=1)

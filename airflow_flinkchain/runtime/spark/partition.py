@@ -1,6 +1,8 @@
-"""What `mapInArrow` runs in partition k of a chain job: subtask k of the chain,
-through `stream_task.run_stream_task` with the exchange datasets as its IO; it
-yields one Arrow batch holding the subtask's report as JSON."""
+"""What partition k of a chain job runs: subtask k of the chain, through
+`stream_task.run_stream_task` with the exchange datasets as its IO; it yields the
+subtask's report as JSON (in one Arrow batch under `mapInArrow`, whose partitions
+carry a source's Spark-read input; as one string under `mapPartitions`, for subtasks
+that read their input by themselves: no Arrow stream to set up)."""
 
 from __future__ import annotations
 
@@ -85,6 +87,20 @@ def _plan(data: bytes) -> Any:
 
 
 def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow`'s function: the partition's Arrow batches are the source's input."""
+    yield pa.RecordBatch.from_pylist([{"metrics": subtask_report(plan_broadcast, spec, batches)}],
+                                     schema=REPORT_SCHEMA)
+
+
+def run_placeholder_partition(plan_broadcast, spec: SubtaskSpec, placeholder: Iterator[Any]) -> Iterator[str]:
+    """`mapPartitions`'s function, for a chain whose subtasks read their input by themselves."""
+    yield subtask_report(plan_broadcast, spec, iter(()))
+    for _ in placeholder:
+        pass
+
+
+def subtask_report(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.RecordBatch]) -> str:
+    """Subtask k (the Spark partition) of the chain; its report as JSON."""
     from pyspark import TaskContext
 
     marks = Marks(worker_daemon_started=process_start_time(os.getppid()), worker_started=process_start_time())
@@ -101,4 +117,4 @@ def run_partition(plan_broadcast, spec: SubtaskSpec, batches: Iterator[pa.Record
         pass
     marks.mark("subtask_done")
     report["timings"] = marks.to_dict()
-    yield pa.RecordBatch.from_pylist([{"metrics": json.dumps(report, default=str)}], schema=REPORT_SCHEMA)
+    return json.dumps(report, default=str)
