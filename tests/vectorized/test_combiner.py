@@ -102,6 +102,17 @@ def test_batches_the_fold_cannot_take_go_as_they_are_in_order():
     assert not c.add(mixed)
 
 
+def test_a_segment_of_batches_with_and_without_timestamps_goes_unfolded():
+    c = KeyedCombiner("k", "min_by", "v")
+    written = []
+    c.write = written.append
+    stamped = pa.RecordBatch.from_pydict({"k": ["a", "a"], "v": [1, 1], TS_COLUMN: [9, 3]})
+    unstamped = pa.RecordBatch.from_pydict({"k": ["a"], "v": [1], TS_COLUMN: pa.nulls(1, pa.int64())})
+    assert c.add(stamped) and c.add(unstamped)
+    c.flush()
+    assert written == [stamped, unstamped]
+
+
 def test_nearly_unique_keys_stop_the_combining(monkeypatch):
     monkeypatch.setattr(combiner_module, "FOLD_AT", 100)
     c = KeyedCombiner("k", "max", "v")

@@ -112,6 +112,8 @@ def fold(batches: list, key_field: str, kind: str, field: str) -> Optional[pa.Re
     with the timestamp of the row whose fields it carries. None when the fold is not exact."""
     batch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
     ts = batch.column(TS_COLUMN) if TS_COLUMN in batch.schema.names else None
+    if ts is not None and 0 < ts.null_count < len(ts):
+        return None  # batches with and without timestamps: the consumer orders them, row by row
     if ts is not None and ts.null_count == 0:
         order = np.argsort(ts.to_numpy(), kind="stable")
         batch = batch.take(pa.array(order))
