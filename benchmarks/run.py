@@ -75,7 +75,10 @@ BASELINE_NOTE = ("Spark baselines read the input as P Parquet files (P splits) w
                  "that run JVM threads beside the Python workers (mapInArrow, native DataFrame); cpu_ratios (records "
                  "per CPU second of the whole process tree) are barely moved by that load. The pyarrow variants (P "
                  "Spark tasks reading and writing Parquet with pyarrow) are the ceiling of a Python runtime on Spark "
-                 "running the same functions with pyarrow's own conversions (to_pylist, from_pylist).")
+                 "running the same functions with pyarrow's own conversions (to_pylist, from_pylist). The session "
+                 "talks to its Python workers over Unix domain sockets (spark.python.unix.domain.socket.enabled, the "
+                 "chain runtime's default), as every Python baseline in it does: the pyarrow tasks gain more from "
+                 "that than the chain, so chain/pyarrow ratios measured over TCP are higher for that reason.")
 
 
 def parse_args(argv=None):
