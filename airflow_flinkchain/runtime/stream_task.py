@@ -3,8 +3,8 @@
 `run_stream_task` is shared by both pipeline runners; they differ only in the
 `StreamTaskIO` they pass: where the input channels come from, how a source
 is read, and where records leaving the chain go.
-* On Spark (`runtime.spark.partition.run_partition`, what `mapInArrow` runs in
-  partition k): `SparkTaskIO` reads channel k of each input edge from the committed exchange
+* On Spark (`runtime.spark.partition.subtask_report`, what partition k of the chain's
+  job runs): `SparkTaskIO` reads channel k of each input edge from the committed exchange
   datasets and writes into the attempt directory.
 * In process (`runtime.local`): the exchange lives in memory.
 
