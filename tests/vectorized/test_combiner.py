@@ -47,13 +47,10 @@ def consumer_fold(batches, kind):
     rows = [r for b in batches for r in b.to_pylist()]
     if rows and TS_COLUMN in rows[0]:
         rows.sort(key=lambda r: r[TS_COLUMN])
-    fn, acc, stamp = AggregationFunction(kind, "v"), {}, {}
+    fn, acc = AggregationFunction(kind, "v"), {}
     for r in rows:
-        ts = r.pop(TS_COLUMN, None)
-        if r["k"] in acc:
-            acc[r["k"]] = fn.reduce(acc[r["k"]], r)
-        else:
-            acc[r["k"]], stamp[r["k"]] = r, ts
+        r.pop(TS_COLUMN, None)
+        acc[r["k"]] = fn.reduce(acc[r["k"]], r) if r["k"] in acc else r
     return acc
 
 

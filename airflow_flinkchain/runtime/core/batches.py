@@ -26,7 +26,7 @@ from airflow_flinkchain.runtime.core.grouped import key_codes
 from airflow_flinkchain.runtime.core.partitioners import channel_for_key
 from airflow_flinkchain.runtime.core.elements import TimestampCell
 from airflow_flinkchain.runtime.core.outputs import BroadcastingOutputCollector, ChainingOutput, Output, RecordWriterOutput
-from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError
+from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, RecordTypeError, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.splits import SplitLayout
 
 BatchEmitter = Callable[[pa.RecordBatch], None]
@@ -78,18 +78,6 @@ class WatermarkedBatch:
         self.batch = batch
         self.arrivals = arrivals
         self.marks = marks
-
-
-def timestamps(batch: pa.RecordBatch) -> Optional[pa.Array]:
-    """The batch's timestamp column, or None when no row has a timestamp."""
-    if TS_COLUMN not in batch.schema.names:
-        return None
-    ts = batch.column(TS_COLUMN)
-    return None if ts.null_count == len(ts) else ts
-
-
-def without_timestamps(batch: pa.RecordBatch) -> pa.RecordBatch:
-    return batch.drop_columns([TS_COLUMN]) if TS_COLUMN in batch.schema.names else batch
 
 
 def batch_rows(batch: pa.RecordBatch) -> tuple[list, Optional[list]]:

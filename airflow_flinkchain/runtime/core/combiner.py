@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import numpy as np
 import pyarrow as pa
 
-from airflow_flinkchain.runtime.core.grouped import key_codes, rolling
-from airflow_flinkchain.runtime.core.record_types import TS_COLUMN
+from airflow_flinkchain.runtime.core.grouped import held_rows, key_codes, rolling
+from airflow_flinkchain.runtime.core.record_types import TS_COLUMN, timestamps
 
 FOLD_AT = 1 << 17  # rows held before they are folded (and the size of the first check)
 
@@ -44,11 +43,6 @@ class KeyedCombiner:
         self._held: list = []
         self._held_rows = 0
         self._partial: Optional[pa.RecordBatch] = None
-        self._schema: Optional[pa.Schema] = None
-
-    @property
-    def pending(self) -> bool:
-        return bool(self._held) or self._partial is not None
 
     def add(self, batch: pa.RecordBatch) -> bool:
         """Take `batch` into the current segment; False (after ending the segment) when the
@@ -56,9 +50,9 @@ class KeyedCombiner:
         if not self.active or not self._takes(batch):
             self.flush()
             return False
-        if self._schema is not None and batch.schema != self._schema:
+        segment = self._held[0] if self._held else self._partial
+        if segment is not None and batch.schema != segment.schema:
             self.flush()
-        self._schema = batch.schema
         self._held.append(batch)
         self._held_rows += batch.num_rows
         self.rows_in += batch.num_rows
@@ -67,16 +61,17 @@ class KeyedCombiner:
         return True
 
     def flush(self) -> None:
-        """End the segment: its partial rows (or, if they could not be folded, its rows) go out."""
+        """End the segment: its partial rows (or, if they could not be folded, its rows) go out.
+        Nothing when no segment is open."""
         if self._held:
             self._fold()
-        partial, self._partial, self._schema = self._partial, None, None
+        partial, self._partial = self._partial, None
         if partial is not None and partial.num_rows:
             self.rows_out += partial.num_rows
             self.write(partial)
 
     def discard(self) -> None:
-        self._held, self._held_rows, self._partial, self._schema = [], 0, None, None
+        self._held, self._held_rows, self._partial = [], 0, None
 
     def _takes(self, batch: pa.RecordBatch) -> bool:
         names = batch.schema.names
@@ -99,7 +94,6 @@ class KeyedCombiner:
             for batch in held:
                 self.rows_out += batch.num_rows
                 self.write(batch)
-            self._schema = None
             return
         self._partial = folded
         rows = sum(b.num_rows for b in held)
@@ -108,23 +102,24 @@ class KeyedCombiner:
 
 
 def fold(batches: list, key_field: str, kind: str, field: str) -> Optional[pa.RecordBatch]:
-    """One row per key of `batches` (same schema): the key's fold in timestamp order (stable),
-    with the timestamp of the row whose fields it carries. None when the fold is not exact."""
-    batch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-    ts = batch.column(TS_COLUMN) if TS_COLUMN in batch.schema.names else None
-    if ts is not None and 0 < ts.null_count < len(ts):
+    """One row per key of `batches` (same schema): the key's fold in the order the consumer
+    folds them (grouped.held_rows), with the timestamp of the row whose fields it carries.
+    None when the fold is not exact."""
+    stamped = [timestamps(b) is not None for b in batches]
+    if any(stamped) and not all(stamped):
         return None  # batches with and without timestamps: the consumer orders them, row by row
-    if ts is not None and ts.null_count == 0:
-        order = np.argsort(ts.to_numpy(), kind="stable")
-        batch = batch.take(pa.array(order))
-    rows = batch.drop_columns([TS_COLUMN]) if ts is not None else batch
+    sorted_rows = held_rows(batches)
+    if sorted_rows is None:
+        return None
+    rows, ts = sorted_rows
     encoded = key_codes(rows.column(key_field))
     if encoded is None:
         return None
     result = rolling(rows, encoded[0], field, kind, {}, only_last=True)
     if result is None:
         return None
-    out = result.out
-    columns = [batch.column(TS_COLUMN).take(pa.array(result.sources)) if name == TS_COLUMN
-               else out.column(name) for name in batch.schema.names]
-    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+    schema, n = batches[0].schema, result.out.num_rows
+    columns = [result.out.column(name) if name != TS_COLUMN
+               else pa.nulls(n, schema.field(name).type) if ts is None
+               else pa.array(ts[result.sources], schema.field(name).type) for name in schema.names]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -28,6 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_flinkchain.runtime.core.elements import MIN_WATERMARK_TS
+from airflow_flinkchain.runtime.core.record_types import timestamps, without_timestamps
+
 _INT64_LIMIT = 2**63 - 1
 
 
@@ -176,6 +179,28 @@ def rolling(rows: pa.RecordBatch, codes: np.ndarray, field: str, kind: str, prio
         out = out.combine_chunks().to_batches()[0] if out.num_rows else rows.slice(0, 0)
     last = np.arange(int(end.sum())) if only_last else order[end] - skip
     return Rolling(out, last, sc[end], sources)
+
+
+def held_rows(held: list) -> Optional[tuple]:
+    """BATCH: the held batches as one batch sorted by timestamp (stable, rows without one first,
+    as keyed.sort_by_timestamp) and its timestamps (None: no row has one); None when the
+    batches' columns differ (the per-record path takes any records)."""
+    rows_list, ts_list = [], []
+    for b in held:
+        ts = timestamps(b)
+        rows_list.append(without_timestamps(b))
+        ts_list.append(pa.nulls(b.num_rows, pa.int64()) if ts is None else ts.cast(pa.int64()))
+    try:
+        table = pa.Table.from_batches(rows_list)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    ts_all = pa.chunked_array(ts_list, pa.int64())
+    ts = None
+    if ts_all.null_count < len(ts_all):
+        ts = ts_all.fill_null(MIN_WATERMARK_TS).to_numpy()
+        order = np.argsort(ts, kind="stable")
+        table, ts = table.take(pa.array(order)), ts[order]
+    return table.combine_chunks().to_batches()[0], ts
 
 
 def aggregate_groups(rows: pa.RecordBatch, groups: np.ndarray, columns: dict) -> Optional[pa.RecordBatch]:

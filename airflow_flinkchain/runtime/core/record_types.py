@@ -16,6 +16,18 @@ from airflow_flinkchain.batch_functions import TIMESTAMP_COLUMN
 TS_COLUMN = TIMESTAMP_COLUMN  # event timestamps in typed files and batches
 
 
+def timestamps(batch: pa.RecordBatch) -> Optional[pa.Array]:
+    """The batch's timestamp column, or None when no row has a timestamp."""
+    if TS_COLUMN not in batch.schema.names:
+        return None
+    ts = batch.column(TS_COLUMN)
+    return None if ts.null_count == len(ts) else ts
+
+
+def without_timestamps(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return batch.drop_columns([TS_COLUMN]) if TS_COLUMN in batch.schema.names else batch
+
+
 class RecordTypeError(ValueError):
     """A record does not fit the declared output_type of an operator."""
 

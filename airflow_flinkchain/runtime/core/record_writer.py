@@ -29,8 +29,7 @@ class RecordWriter:
         self.combiner = combiner
 
         def broadcast_watermark(timestamp: int) -> None:
-            if combiner.pending:
-                combiner.flush()
+            combiner.flush()
             self._broadcast_watermark(timestamp)
 
         self.broadcast_watermark = broadcast_watermark
@@ -48,8 +47,7 @@ class RecordWriter:
             direct = write
 
             def write(ch: int, value: Any, ts: Optional[int]) -> None:
-                if combiner.pending:
-                    combiner.flush()
+                combiner.flush()
                 direct(ch, value, ts)
         if type(sel) is int:
             ch = sel
@@ -76,7 +74,7 @@ class RecordWriter:
             write_watermark(ch, timestamp)
 
     def broadcast_watermark_status(self, idle: bool) -> None:
-        if self.combiner is not None and self.combiner.pending:
+        if self.combiner is not None:
             self.combiner.flush()
         write_status = getattr(self.channel_sink, "write_watermark_status", None)
         if write_status is None:
@@ -85,7 +83,7 @@ class RecordWriter:
             write_status(ch, idle)
 
     def close(self) -> None:
-        if self.combiner is not None and self.combiner.pending:
+        if self.combiner is not None:
             self.combiner.flush()
         self.channel_sink.close()
 

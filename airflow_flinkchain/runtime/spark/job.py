@@ -38,7 +38,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from airflow_flinkchain.graph.model import OperatorKind
 from airflow_flinkchain.runtime.connectors import ConnectorContext, sink_connector, source_reader
@@ -112,12 +112,13 @@ def build_spec(job, chain_id: str, run_id: str, area: ExchangeArea, attempt_id: 
 def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id: Optional[str] = None,
               attempt_id: Optional[str] = None, overrides: Optional[dict] = None,
               plan_bytes: Optional[bytes] = None, stream_run: Optional[StreamRun] = None,
-              marks: Optional[Marks] = None) -> ChainRunResult:
+              marks: Optional[Marks] = None, plan_broadcast: Any = None) -> ChainRunResult:
     """Run one attempt of one chain and commit its outputs; raises ChainRunError
     (after writing the failed metrics document) when it fails. `stream_run` (from
     `begin_stream_run` / `StreamRun.open`): the chain restores from the run's base
     checkpoint and stages its snapshot and file sinks for `commit_stream_run`. `marks`: the
-    caller's timings (`core.timings`), continued here and written as the document's `timings`."""
+    caller's timings (`core.timings`), continued here and written as the document's `timings`.
+    `plan_broadcast`: `plan_bytes` broadcast once by a caller running several chains (execute())."""
     marks = marks or Marks()
     marks.mark("chain_started")
     dag_id = dag_id or job.pipeline
@@ -144,7 +145,7 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
             _stream_source(job, chain, spec, step, overrides)
             spec.checkpoint = step.subtask_checkpoint()
         marks.mark("job_prepared")
-        plan = _plan_broadcast(spark, plan_bytes)
+        plan = plan_broadcast or spark.sparkContext.broadcast(plan_bytes)
         df = spec.source.input_dataframe(spark, chain.parallelism) if spec.source is not None else None
         if df is None:  # the subtasks read by themselves: one placeholder partition each
             def per_placeholder(placeholder):
@@ -191,19 +192,6 @@ def run_chain(spark, job, chain_id: str, run_id: str, exchange_root: str, dag_id
         finally:
             area.metrics(chain_id).write_text(json.dumps(doc, indent=1, default=str))
     return ChainRunResult(chain_id, run_id, attempt_id, doc, doc["outputs"])
-
-
-_BROADCAST: list = []  # [(plan bytes, their broadcast, SparkContext)]: the chains of one execute() share it
-
-
-def _plan_broadcast(spark, plan_bytes: bytes):
-    """The plan as a broadcast variable, made once for the chains of a run that share the
-    same plan bytes (execute(); an Airflow task runs one chain)."""
-    if _BROADCAST and _BROADCAST[0][0] is plan_bytes and _BROADCAST[0][2] is spark.sparkContext:
-        return _BROADCAST[0][1]
-    broadcast = spark.sparkContext.broadcast(plan_bytes)
-    _BROADCAST[:] = [(plan_bytes, broadcast, spark.sparkContext)]
-    return broadcast
 
 
 @functools.lru_cache(maxsize=1)

@@ -50,9 +50,10 @@ def execute_pipeline(pipeline, spark=None, exchange_root: Optional[str] = None, 
             raise ValueError(f"pipeline {job.pipeline!r}: drain=True needs a checkpoint_dir (a stream run)")
         plan_bytes = ship_plan(job, collections)
         shipped = loads_plan(plan_bytes)  # collections are references to their data files now
+        plan_broadcast = spark.sparkContext.broadcast(plan_bytes)  # one for every chain
         for chain in topological_chains(shipped):
             run = run_chain(spark, shipped, chain.id, run_id, root, dag_id=dag_id, overrides=overrides,
-                            plan_bytes=plan_bytes, stream_run=stream)
+                            plan_bytes=plan_bytes, stream_run=stream, plan_broadcast=plan_broadcast)
             result.metrics[chain.id] = run.metrics
         if stream is not None:
             result.stream = stream_result(commit_stream_run(job, stream))

@@ -33,7 +33,7 @@ from airflow_flinkchain.planner.vectorized import vectorized_aggregation, vector
 from airflow_flinkchain.runtime.core.batches import batch_emitter, rows_emitter, timestamps, without_timestamps
 from airflow_flinkchain.runtime.core.elements import MAX_WATERMARK_TS, MIN_WATERMARK_TS
 from airflow_flinkchain.api.aggregations import AggregationFunction
-from airflow_flinkchain.runtime.core.grouped import aggregate_groups, key_codes, rolling, window_groups
+from airflow_flinkchain.runtime.core.grouped import aggregate_groups, held_rows, key_codes, rolling, window_groups
 from airflow_flinkchain.runtime.core.operators.keyed import ReduceOperator
 from airflow_flinkchain.runtime.core.operators.window_batches import StreamingWindowBatches
 from airflow_flinkchain.runtime.core.operators.window_stream import WindowStreamOperator
@@ -149,28 +149,6 @@ def emit_batch(op: Any, out: pa.RecordBatch) -> None:
     op.metrics.records_out += out.num_rows
     if emit is not None:
         emit(out)
-
-
-def held_rows(held: list) -> Optional[tuple]:
-    """BATCH: the held batches as one batch sorted by timestamp (stable, rows without one first,
-    as keyed.sort_by_timestamp) and its timestamps (None: no row has one); None when the
-    batches' columns differ (the per-record path takes any records)."""
-    rows_list, ts_list = [], []
-    for b in held:
-        ts = timestamps(b)
-        rows_list.append(without_timestamps(b))
-        ts_list.append(pa.nulls(b.num_rows, pa.int64()) if ts is None else ts.cast(pa.int64()))
-    try:
-        table = pa.Table.from_batches(rows_list)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
-    ts_all = pa.chunked_array(ts_list, pa.int64())
-    ts = None
-    if ts_all.null_count < len(ts_all):
-        ts = ts_all.fill_null(MIN_WATERMARK_TS).to_numpy()
-        order = np.argsort(ts, kind="stable")
-        table, ts = table.take(pa.array(order)), ts[order]
-    return table.combine_chunks().to_batches()[0], ts
 
 
 class VectorizedWindowAggregationOperator(StreamingWindowBatches, WindowStreamOperator):
